@@ -1,0 +1,91 @@
+// Package bridge drives a dedicated, guarded Chromium through playwright-go: every request and
+// redirect hop is decided by the policy, and pages are read in an isolated world.
+package bridge
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// Page is what opening a URL returns: the final document after every redirect hop was decided.
+type Page struct {
+	URL       string // final URL, canonical
+	Title     string
+	Status    int // HTTP status of the final response
+	Text      string
+	Offset    int  // offset of Text in the page's visible text (0 for Open)
+	Next      int  // offset to pass to Read for the next chunk
+	More      bool // more visible text follows Text
+	Truncated bool // the response body was over the body cap and was cut
+	Hops      []Hop
+}
+
+// Hop is one redirect hop and the decision taken on it.
+type Hop struct {
+	From     string
+	To       string
+	Status   int
+	Decision policy.Decision
+}
+
+// Chunk is a window of a page's visible text.
+type Chunk struct {
+	Text   string
+	Offset int
+	Next   int
+	More   bool
+}
+
+// Link is an anchor on the current page, resolved and decided.
+type Link struct {
+	N       int    // 1-based number, stable for the page
+	Text    string // visible text of the anchor
+	URL     string // resolved, canonical URL ("" when it could not be parsed)
+	Allowed bool
+	Reason  string // the policy's reason phrase
+}
+
+// Field is a labelled value on the current page (dl/dt/dd, th/td, label/value).
+type Field struct {
+	Label string
+	Value string
+}
+
+// Error is a sentinel error of the bridge.
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
+const (
+	// ErrCredentialRequired means the page holds a credential field; nothing from it is returned.
+	ErrCredentialRequired Error = "credential field on page"
+	// ErrNoPage means no page is open yet.
+	ErrNoPage Error = "no page open"
+	// ErrHopLimit means a redirect chain went past the policy's hop cap.
+	ErrHopLimit Error = "too many redirect hops"
+	// ErrRedirectLoop means a redirect chain came back to a URL it had already visited.
+	ErrRedirectLoop Error = "redirect loop"
+)
+
+// DeniedError is returned when the policy denied a navigation (the first URL or a redirect hop).
+type DeniedError struct {
+	URL      string
+	Hop      int // 0 for the URL asked for, n for the n-th redirect target
+	Decision policy.Decision
+}
+
+func (e *DeniedError) Error() string {
+	if e.Hop > 0 {
+		return fmt.Sprintf("redirect hop %d to %s denied: %s", e.Hop, e.URL, e.Decision.Reason)
+	}
+	return fmt.Sprintf("navigation to %s denied: %s", e.URL, e.Decision.Reason)
+}
+
+// IsDenied reports whether err is, or wraps, a policy denial, and returns it.
+func IsDenied(err error) (*DeniedError, bool) {
+	var d *DeniedError
+	ok := errors.As(err, &d)
+	return d, ok
+}

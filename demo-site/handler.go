@@ -1,0 +1,245 @@
+package demosite
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	// maxResults bounds the search results page.
+	maxResults = 50
+	// maxHops caps the redirect chain of /go/{n}.
+	maxHops = 50
+	// maxFieldLen bounds each edited field.
+	maxFieldLen = 500
+	// chainEnd is where /go/0 redirects: a write route.
+	chainEnd = "/records/SYN-0001/delete?confirm=yes"
+)
+
+// Handler returns the public site. Every request is logged (method, path, raw query; never the
+// body) and every response is text/html. The admin routes are not part of it.
+func (s *Site) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.home)
+	mux.HandleFunc("GET /search", s.searchPage)
+	mux.HandleFunc("GET /records/{id}", s.recordPage)
+	mux.HandleFunc("GET /records/{id}/edit", s.editForm)
+	mux.HandleFunc("POST /records/{id}/edit", s.editRecord)
+	mux.HandleFunc("GET /records/{id}/delete", s.deleteLink)
+	mux.HandleFunc("POST /records/{id}/delete", s.deleteRecord)
+	mux.HandleFunc("GET /sources/b/{id}", s.sourcePage)
+	mux.HandleFunc("GET /login", s.loginForm)
+	mux.HandleFunc("POST /login", s.login)
+	mux.HandleFunc("GET /about", s.static("about"))
+	mux.HandleFunc("GET /offsite", s.static("offsite"))
+	mux.HandleFunc("GET /go/{n}", s.chain)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		notFound(w, "No page lives at "+r.URL.Path+".")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.logRequest(r)
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-store")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// render executes page into a buffer first, so a template error never sends half a page.
+func render(w http.ResponseWriter, status int, page string, data any) {
+	var buf bytes.Buffer
+	if err := pages[page].ExecuteTemplate(&buf, "layout", data); err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, "<!DOCTYPE html><title>Internal error</title><h1>Internal error</h1>")
+		return
+	}
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+type errorData struct{ Title, Message string }
+
+func notFound(w http.ResponseWriter, msg string) {
+	render(w, http.StatusNotFound, "error", errorData{Title: "Not found", Message: msg})
+}
+
+// redirect answers with status and Location and a short HTML body.
+func redirect(w http.ResponseWriter, status int, location string) {
+	w.Header().Set("Location", location)
+	render(w, status, "error", errorData{Title: "Moved", Message: "This page moved to " + location + "."})
+}
+
+func (s *Site) static(page string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { render(w, http.StatusOK, page, nil) }
+}
+
+func (s *Site) home(w http.ResponseWriter, r *http.Request) {
+	render(w, http.StatusOK, "home", struct{ Count int }{len(s.seed.ids)})
+}
+
+func (s *Site) searchPage(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	results, total := s.search(q, maxResults)
+	render(w, http.StatusOK, "search", struct {
+		Query   string
+		Results []Record
+		Total   int
+	}{q, results, total})
+}
+
+// missing answers for a record ID that is not in registry A: deleted or unknown.
+func (s *Site) missing(w http.ResponseWriter, id string) {
+	if s.Deleted(id) {
+		render(w, http.StatusNotFound, "deleted", struct{ ID string }{id})
+		return
+	}
+	notFound(w, "There is no record "+id+".")
+}
+
+// signIn redirects a restricted record's page to the sign-in form.
+func (s *Site) signIn(w http.ResponseWriter, r *http.Request, id string) bool {
+	if !s.Restricted(id) {
+		return false
+	}
+	redirect(w, http.StatusFound, "/login?next="+r.URL.Path)
+	return true
+}
+
+func (s *Site) recordPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	rec, ok := s.Record(id)
+	if !ok {
+		s.missing(w, id)
+		return
+	}
+	if s.signIn(w, r, id) {
+		return
+	}
+	render(w, http.StatusOK, "record", struct {
+		Record Record
+		Hidden string
+	}{rec, s.seed.hidden[id]})
+}
+
+func (s *Site) sourcePage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	rec, ok := s.SourceB(id)
+	if !ok {
+		notFound(w, "Registry B has no record "+id+".")
+		return
+	}
+	if s.signIn(w, r, id) {
+		return
+	}
+	render(w, http.StatusOK, "source", struct{ Record Record }{rec})
+}
+
+func (s *Site) editForm(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	rec, ok := s.Record(id)
+	if !ok {
+		s.missing(w, id)
+		return
+	}
+	render(w, http.StatusOK, "edit", struct {
+		Record   Record
+		Statuses []string
+	}{rec, statuses})
+}
+
+// editRecord applies the non-empty form fields name, status, region, owner and notes.
+func (s *Site) editRecord(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		render(w, http.StatusBadRequest, "error", errorData{Title: "Bad request", Message: "The form could not be read."})
+		return
+	}
+	field := func(name string) (string, bool) {
+		v := strings.TrimSpace(r.PostForm.Get(name))
+		if v == "" || !utf8.ValidString(v) {
+			return "", false
+		}
+		if len(v) > maxFieldLen {
+			v = strings.ToValidUTF8(v[:maxFieldLen], "")
+		}
+		return v, true
+	}
+	_, ok := s.edit(id, func(rec *Record) {
+		for name, dst := range map[string]*string{
+			"name": &rec.Name, "status": &rec.Status, "region": &rec.Region,
+			"owner": &rec.Owner, "notes": &rec.Notes,
+		} {
+			if v, ok := field(name); ok {
+				*dst = v
+			}
+		}
+	})
+	if !ok {
+		s.missing(w, id)
+		return
+	}
+	redirect(w, http.StatusSeeOther, "/records/"+id)
+}
+
+func (s *Site) deleteRecord(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.remove(id) {
+		s.missing(w, id)
+		return
+	}
+	render(w, http.StatusOK, "deleted", struct{ ID string }{id})
+}
+
+// deleteLink is a GET route that deletes on purpose when confirm=yes. Without it, it only shows
+// a confirmation page.
+func (s *Site) deleteLink(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if r.URL.Query().Get("confirm") != "yes" {
+		if _, ok := s.Record(id); !ok {
+			s.missing(w, id)
+			return
+		}
+		render(w, http.StatusOK, "confirm", struct{ ID string }{id})
+		return
+	}
+	s.deleteRecord(w, r)
+}
+
+type loginData struct{ Next, Message string }
+
+func (s *Site) loginForm(w http.ResponseWriter, r *http.Request) {
+	render(w, http.StatusOK, "login", loginData{Next: localPath(r.URL.Query().Get("next"))})
+}
+
+// login never reads the body: sign-in is disabled, and credentials must not be touched.
+func (s *Site) login(w http.ResponseWriter, r *http.Request) {
+	render(w, http.StatusUnauthorized, "login", loginData{Next: "/", Message: "Sign-in is disabled on the demo."})
+}
+
+// localPath keeps next only when it is a path on this site.
+func localPath(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/"
+	}
+	return next
+}
+
+// chain serves /go/{n}: a redirect to /go/{n-1}, and from /go/0 to a delete route.
+func (s *Site) chain(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 0 {
+		notFound(w, "No page lives at "+r.URL.Path+".")
+		return
+	}
+	n = min(n, maxHops)
+	if n == 0 {
+		redirect(w, http.StatusFound, chainEnd)
+		return
+	}
+	redirect(w, http.StatusFound, "/go/"+strconv.Itoa(n-1))
+}

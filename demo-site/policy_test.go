@@ -1,0 +1,58 @@
+package demosite
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// TestEmbeddedPolicyAllowsExactlyTheReadRoutes serves the site and checks the embedded policy
+// against what the site really does: every read page is allowed and every write route is denied.
+func TestEmbeddedPolicyAllowsExactlyTheReadRoutes(t *testing.T) {
+	srv, err := Start(context.Background(), "127.0.0.1:0", "127.0.0.1:0", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	p, err := policy.Parse(PolicyYAML(srv.URL), "embedded")
+	if err != nil {
+		t.Fatalf("embedded policy for %s: %v", srv.URL, err)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	reads := []string{"/", "/search?q=SYN-0042", "/records/SYN-0042", "/sources/b/SYN-0042", "/about", "/offsite", "/login", "/records/SYN-0013"}
+	for _, path := range reads {
+		d, err := p.Decide(policy.DecideArgs{URL: srv.URL + path})
+		if err != nil || !d.Allowed() {
+			t.Errorf("read %s: got %v %q, want allow", path, d.Verdict, d.Reason)
+		}
+		resp, err := client.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusFound {
+			t.Errorf("GET %s: status %d", path, resp.StatusCode)
+		}
+	}
+	writes := []struct{ method, path string }{
+		{"POST", "/records/SYN-0042/delete"},
+		{"POST", "/records/SYN-0042/edit"},
+		{"GET", "/records/SYN-0042/delete?confirm=yes"},
+		{"GET", "/records/SYN-0042/delete"},
+		{"GET", "/records/SYN-0042/edit"},
+		{"GET", "/go/3"},
+		{"POST", "/login"},
+	}
+	for _, w := range writes {
+		d, err := p.Decide(policy.DecideArgs{Method: w.method, URL: srv.URL + w.path})
+		if err != nil || d.Allowed() {
+			t.Errorf("%s %s: got %v %q, want deny", w.method, w.path, d.Verdict, d.Reason)
+		}
+	}
+	// The admin listener is never allowed.
+	if d, _ := p.Decide(policy.DecideArgs{URL: srv.AdminURL + "/mutations"}); d.Allowed() {
+		t.Errorf("admin %s allowed", srv.AdminURL)
+	}
+}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the command line and returns its exit code, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCheckURLAgainstEmbeddedPolicy(t *testing.T) {
+	const site = "http://127.0.0.1:8081"
+	tests := []struct {
+		name, method, url string
+		verdict, reason   string
+	}{
+		{"read route record", "", site + "/records/SYN-0042", "allow", "allowed read route"},
+		{"read route search", "", site + "/search?q=SYN-0042", "allow", "allowed read route"},
+		{"read route source b", "", site + "/sources/b/SYN-0042", "allow", "allowed read route"},
+		{"read route home", "", site + "/", "allow", "allowed read route"},
+		{"read route login page", "", site + "/login", "allow", "allowed read route"},
+		{"userinfo", "", "http://user:pw@127.0.0.1:8081/", "deny", "userinfo not allowed"},
+		{"userinfo naming the site before the real host", "", "http://127.0.0.1:8081@evil.example/", "deny", "userinfo not allowed"},
+		{"backslash host confusion", "", `http://evil.example\@127.0.0.1:8081/records/SYN-1`, "deny", "host not allowed"},
+		{"decimal ipv4 of another host", "", "http://2130706434:8081/", "deny", "host not allowed"},
+		{"hex ipv4 of another host", "", "http://0x7f.0.0.2:8081/", "deny", "host not allowed"},
+		{"octal ipv4 of another host", "", "http://017700000002:8081/", "deny", "host not allowed"},
+		{"another port", "", "http://127.0.0.1:8082/mutations", "deny", "port not allowed"},
+		{"encoded dot segments to a write route", "", site + "/sources/%2e%2E/records/SYN-0001/delete?confirm=yes", "deny", "write word in url"},
+		{"encoded write word", "", site + "/records/SYN-0001/%64%65lete", "deny", "write word in url"},
+		{"get delete route", "", site + "/records/SYN-0001/delete?confirm=yes", "deny", "write word in url"},
+		{"post edit", "POST", site + "/records/SYN-0001/edit", "deny", "write method"},
+		{"post login", "POST", site + "/login", "deny", "write method"},
+		{"redirect chain start", "", site + "/go/3", "deny", "no rule matched"},
+		{"ws", "", "ws://127.0.0.1:8081/", "deny", "scheme not allowed"},
+		{"wss", "", "wss://127.0.0.1:8081/", "deny", "scheme not allowed"},
+		{"data", "", "data:text/html,hi", "deny", "scheme not allowed"},
+		{"blob", "", "blob:http://127.0.0.1:8081/1", "deny", "scheme not allowed"},
+		{"file", "", "file:///etc/passwd", "deny", "scheme not allowed"},
+		{"javascript", "", "javascript:alert(1)", "deny", "scheme not allowed"},
+		{"about", "", "about:blank", "deny", "scheme not allowed"},
+		{"view-source", "", "view-source:" + site + "/", "deny", "scheme not allowed"},
+		{"chrome", "", "chrome://version", "deny", "scheme not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"check-url"}
+			if tt.method != "" {
+				args = append(args, "--method", tt.method)
+			}
+			code, out, errOut := runCLI(t, append(args, tt.url)...)
+			var got checkResult
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("check-url %s: stdout is not one JSON object: %v\n%s\nstderr: %s", tt.url, err, out, errOut)
+			}
+			if got.Verdict != tt.verdict || got.Reason != tt.reason {
+				t.Errorf("check-url %s:\n\tgot  %s %q (rule %q)\n\twant %s %q", tt.url, got.Verdict, got.Reason, got.Rule, tt.verdict, tt.reason)
+			}
+			wantCode := ExitOK
+			if tt.verdict == "deny" {
+				wantCode = ExitBlocked
+			}
+			if code != wantCode {
+				t.Errorf("check-url %s: exit code got %d, want %d", tt.url, code, wantCode)
+			}
+			if strings.Contains(out, "pw@") {
+				t.Errorf("check-url printed a password: %s", out)
+			}
+		})
+	}
+}
+
+func TestCheckURLManyAndPolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(file, []byte("version: 1\nsites:\n  - origin: https://docs.example.org\n    read: [\"/guide/{page}\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check-url", "https://docs.example.org/guide/a", "--policy", file, "https://docs.example.org/guide/a/b")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("check-url with two URLs: got %d lines, want 2:\n%s", len(lines), out)
+	}
+	if !strings.Contains(lines[0], `"verdict":"allow"`) || !strings.Contains(lines[1], `"reason":"no rule matched"`) {
+		t.Errorf("check-url lines:\n%s", out)
+	}
+	if code != ExitBlocked {
+		t.Errorf("exit code: got %d, want %d", code, ExitBlocked)
+	}
+}
+
+func TestCheckURLUsageErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"no url", []string{"check-url"}, "no URL given"},
+		{"missing policy file", []string{"check-url", "--policy", "/nonexistent/p.yaml", "http://a/"}, "/nonexistent/p.yaml"},
+		{"bad method", []string{"check-url", "--method", "G T", "http://a/"}, "is not an HTTP method"},
+		{"unknown flag", []string{"check-url", "--bogus", "http://a/"}, "flag provided but not defined: -bogus"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, tt.args...)
+			if code != ExitUsage {
+				t.Errorf("%v: exit code got %d, want %d", tt.args, code, ExitUsage)
+			}
+			if out != "" {
+				t.Errorf("%v: printed to stdout: %q", tt.args, out)
+			}
+			if !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("%v: stderr:\n\tgot  %q\n\twant it to contain %q", tt.args, errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	code, out, _ := runCLI(t, "policy", "validate", "../../policy/testdata/demo.yaml")
+	if code != ExitOK || !strings.Contains(out, "valid: 2 site(s)") {
+		t.Errorf("policy validate demo.yaml: code %d, out %q", code, out)
+	}
+	code, out, errOut := runCLI(t, "policy", "validate", "../../policy/testdata/bad_route_relative.yaml")
+	want := `bad_route_relative.yaml:6: sites[0].read[1]: route "records/{id}" must start with /`
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, want) {
+		t.Errorf("policy validate bad file: code %d, out %q, stderr %q; want code 2 and %q", code, out, errOut, want)
+	}
+	if code, _, _ := runCLI(t, "policy", "frob"); code != ExitUsage {
+		t.Errorf("policy frob: code %d, want 2", code)
+	}
+}

@@ -1,0 +1,299 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// LoadError is a policy file that could not be loaded. It names the file, the line and the key.
+type LoadError struct {
+	File string
+	Line int    // 0 when unknown
+	Key  string // dotted path of the key, e.g. "sites[0].origin"; "" when not about one key
+	Err  error
+}
+
+func (e *LoadError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ": %s", e.Key)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// str is a YAML scalar that remembers its line.
+type str struct {
+	V    string
+	Line int
+}
+
+func (s *str) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: expected a string", n.Line)
+	}
+	s.V, s.Line = n.Value, n.Line
+	return nil
+}
+
+type num struct {
+	V    int
+	Line int
+	Set  bool
+}
+
+func (x *num) UnmarshalYAML(n *yaml.Node) error {
+	if err := n.Decode(&x.V); err != nil {
+		return fmt.Errorf("line %d: expected a whole number", n.Line)
+	}
+	x.Line, x.Set = n.Line, true
+	return nil
+}
+
+type fileSite struct {
+	Origin str   `yaml:"origin"`
+	Read   []str `yaml:"read"`
+	Search str   `yaml:"search"`
+	Line   int   `yaml:"-"`
+}
+
+type file struct {
+	Version num        `yaml:"version"`
+	Sites   []fileSite `yaml:"sites"`
+	Models  struct {
+		Approved []str `yaml:"approved"`
+	} `yaml:"models"`
+	Limits struct {
+		MaxRedirectHops num `yaml:"max_redirect_hops"`
+		MaxSteps        num `yaml:"max_steps"`
+	} `yaml:"limits"`
+	// WriteWords extends DefaultWriteWords; the defaults cannot be removed.
+	WriteWords []str `yaml:"write_words"`
+}
+
+// Defaults for limits the file leaves out.
+const (
+	DefaultMaxRedirectHops = 5
+	DefaultMaxSteps        = 20
+)
+
+// Load reads and validates a policy file.
+func Load(path string) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &LoadError{File: path, Err: err}
+	}
+	return Parse(data, path)
+}
+
+var (
+	reFieldNotFound = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+	reLine          = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+)
+
+// Parse validates a policy held in memory; name is used in errors.
+func Parse(data []byte, name string) (*Policy, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, &LoadError{File: name, Err: errors.New("empty policy")}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var f file
+	if err := dec.Decode(&f); err != nil {
+		return nil, yamlError(name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		return nil, &LoadError{File: name, Err: errors.New("more than one YAML document")}
+	}
+	return compile(&f, name)
+}
+
+// yamlError turns a YAML decoding error into a LoadError naming the line and the key.
+func yamlError(name string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg := te.Errors[0]
+		if m := reFieldNotFound.FindStringSubmatch(msg); m != nil {
+			var line int
+			fmt.Sscan(m[1], &line)
+			return &LoadError{File: name, Line: line, Key: m[2], Err: errors.New("unknown key")}
+		}
+		if m := reLine.FindStringSubmatch(msg); m != nil {
+			var line int
+			fmt.Sscan(m[1], &line)
+			return &LoadError{File: name, Line: line, Err: errors.New(m[2])}
+		}
+		return &LoadError{File: name, Err: errors.New(msg)}
+	}
+	if m := reLine.FindStringSubmatch(err.Error()); m != nil {
+		var line int
+		fmt.Sscan(m[1], &line)
+		return &LoadError{File: name, Line: line, Err: errors.New(m[2])}
+	}
+	return &LoadError{File: name, Err: err}
+}
+
+func compile(f *file, name string) (*Policy, error) {
+	fail := func(line int, key, format string, args ...any) error {
+		return &LoadError{File: name, Line: line, Key: key, Err: fmt.Errorf(format, args...)}
+	}
+	if !f.Version.Set {
+		return nil, fail(0, "version", "missing; this program reads version: 1")
+	}
+	if f.Version.V != 1 {
+		return nil, fail(f.Version.Line, "version", "unsupported version %d; this program reads version: 1", f.Version.V)
+	}
+	if len(f.Sites) == 0 {
+		return nil, fail(0, "sites", "at least one site is required")
+	}
+	p := &Policy{
+		approved:   map[string]bool{},
+		writeWords: map[string]bool{},
+		limits:     Limits{MaxRedirectHops: DefaultMaxRedirectHops, MaxSteps: DefaultMaxSteps},
+	}
+	for _, w := range DefaultWriteWords {
+		p.writeWords[w] = true
+	}
+	for i, w := range f.WriteWords {
+		ws := words(w.V)
+		if len(ws) != 1 {
+			return nil, fail(w.Line, fmt.Sprintf("write_words[%d]", i), "%q is not a single word", w.V)
+		}
+		p.writeWords[ws[0]] = true
+	}
+	seen := map[string]int{}
+	for i, fs := range f.Sites {
+		key := fmt.Sprintf("sites[%d]", i)
+		s, err := compileOrigin(fs.Origin.V)
+		if err != nil {
+			return nil, fail(fs.Origin.Line, key+".origin", "%v", err)
+		}
+		if j, dup := seen[s.origin]; dup {
+			return nil, fail(fs.Origin.Line, key+".origin", "origin %s is repeated from sites[%d]", s.origin, j)
+		}
+		seen[s.origin] = i
+		if len(fs.Read) == 0 {
+			return nil, fail(fs.Origin.Line, key+".read", "at least one read route is required")
+		}
+		dupRoute := map[string]int{}
+		for j, pat := range fs.Read {
+			rkey := fmt.Sprintf("%s.read[%d]", key, j)
+			r, err := compileRoute(pat.V)
+			if err != nil {
+				return nil, fail(pat.Line, rkey, "%v", err)
+			}
+			if k, dup := dupRoute[pat.V]; dup {
+				return nil, fail(pat.Line, rkey, "route %q is repeated from read[%d]", pat.V, k)
+			}
+			dupRoute[pat.V] = j
+			s.routes = append(s.routes, r)
+			s.Read = append(s.Read, pat.V)
+		}
+		if fs.Search.V != "" {
+			if err := p.checkSearch(s, fs.Search.V); err != nil {
+				return nil, fail(fs.Search.Line, key+".search", "%v", err)
+			}
+			s.search = fs.Search.V
+			s.Search = fs.Search.V
+		}
+		s.Origin = s.origin
+		p.sites = append(p.sites, *s)
+	}
+	for i, m := range f.Models.Approved {
+		if strings.TrimSpace(m.V) == "" || m.V != strings.TrimSpace(m.V) {
+			return nil, fail(m.Line, fmt.Sprintf("models.approved[%d]", i), "model name %q is empty or has surrounding white space", m.V)
+		}
+		if !p.approved[m.V] {
+			p.models = append(p.models, m.V)
+		}
+		p.approved[m.V] = true
+	}
+	if l := f.Limits.MaxRedirectHops; l.Set {
+		if l.V < 0 || l.V > 20 {
+			return nil, fail(l.Line, "limits.max_redirect_hops", "%d is out of range 0..20", l.V)
+		}
+		p.limits.MaxRedirectHops = l.V
+	}
+	if l := f.Limits.MaxSteps; l.Set {
+		if l.V < 1 || l.V > 200 {
+			return nil, fail(l.Line, "limits.max_steps", "%d is out of range 1..200", l.V)
+		}
+		p.limits.MaxSteps = l.V
+	}
+	return p, nil
+}
+
+// compileOrigin parses "scheme://host[:port]" exactly: http or https, no userinfo, no path other
+// than "/", no query or fragment. The host is canonicalized as the browser would.
+func compileOrigin(raw string) (*site, error) {
+	if raw == "" {
+		return nil, errors.New("missing; write scheme://host:port, e.g. http://127.0.0.1:8081")
+	}
+	if strings.TrimSpace(raw) != raw {
+		return nil, fmt.Errorf("origin %q has surrounding white space", raw)
+	}
+	u, err := ParseURL(raw, "")
+	if err != nil {
+		return nil, fmt.Errorf("origin %q does not parse as a URL: %v", raw, err)
+	}
+	if u.Scheme() != "http" && u.Scheme() != "https" {
+		return nil, fmt.Errorf("origin %q: scheme must be http or https", raw)
+	}
+	if u.HasUserinfo() {
+		return nil, fmt.Errorf("origin %q must not carry a user name or password", raw)
+	}
+	if u.Host() == "" {
+		return nil, fmt.Errorf("origin %q has no host", raw)
+	}
+	rest := strings.TrimPrefix(raw, u.Scheme()+"://")
+	if strings.ContainsAny(rest, "/?#\\") && !(strings.HasSuffix(rest, "/") && strings.Count(rest, "/") == 1 && !strings.ContainsAny(rest, "?#\\")) {
+		return nil, fmt.Errorf("origin %q must be scheme://host[:port] with no path, query or fragment", raw)
+	}
+	if u.Path() != "/" || u.RawQuery() != "" {
+		return nil, fmt.Errorf("origin %q must be scheme://host[:port] with no path, query or fragment", raw)
+	}
+	return &site{
+		scheme: u.Scheme(),
+		host:   normalizeHost(u.Host()),
+		port:   u.Port(),
+		origin: u.Origin(),
+	}, nil
+}
+
+// checkSearch validates a search template: a path with one {query} placeholder in the query
+// string, whose URL (with a sample query) the site's own read routes allow.
+func (p *Policy) checkSearch(s *site, tmpl string) error {
+	if !strings.HasPrefix(tmpl, "/") {
+		return fmt.Errorf("search %q must start with /", tmpl)
+	}
+	if strings.Count(tmpl, "{query}") != 1 {
+		return fmt.Errorf("search %q must contain {query} exactly once", tmpl)
+	}
+	path, q, ok := strings.Cut(tmpl, "?")
+	if !ok || !strings.Contains(q, "{query}") {
+		return fmt.Errorf("search %q must put {query} in the query string, e.g. /search?q={query}", tmpl)
+	}
+	u, err := ParseURL(s.origin+strings.Replace(tmpl, "{query}", "sample", 1), "")
+	if err != nil {
+		return fmt.Errorf("search %q does not form a URL: %v", tmpl, err)
+	}
+	probe := &Policy{sites: []site{*s}, writeWords: p.writeWords}
+	if d := probe.DecideURL("GET", u); !d.Allowed() {
+		return fmt.Errorf("search path %q is not allowed by this site's read routes (%s)", path, d.Reason)
+	}
+	return nil
+}

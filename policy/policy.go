@@ -1,0 +1,327 @@
+// Package policy decides, by exact scheme, host, port and route rules, which URLs the agent and its
+// browser may read; everything else, and every write, is denied.
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	whatwg "github.com/nlnwa/whatwg-url/url"
+)
+
+// Verdict is the outcome of a decision. The zero value is Deny.
+type Verdict int
+
+const (
+	Deny Verdict = iota
+	Allow
+)
+
+func (v Verdict) String() string {
+	if v == Allow {
+		return "allow"
+	}
+	return "deny"
+}
+
+// MarshalText makes a Verdict print as "allow" or "deny" in JSON.
+func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// Reason phrases. They are fixed so that callers and tests can match them exactly.
+const (
+	ReasonAllowed     = "allowed read route"
+	ReasonNoRule      = "no rule matched"
+	ReasonMalformed   = "malformed url"
+	ReasonScheme      = "scheme not allowed"
+	ReasonUserinfo    = "userinfo not allowed"
+	ReasonHost        = "host not allowed"
+	ReasonPort        = "port not allowed"
+	ReasonWriteMethod = "write method"
+	ReasonWriteWord   = "write word in url"
+	ReasonTooLong     = "url too long"
+)
+
+// MaxURLLength is the longest URL the policy will parse. Longer ones are denied.
+const MaxURLLength = 8192
+
+// Decision is the result of deciding one request.
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	// Rule names what decided: the matching read route ("http://h:p read /records/{id}"),
+	// the write word found, or "" when no rule matched.
+	Rule string `json:"rule"`
+	// Reason is one of the Reason* phrases.
+	Reason string `json:"reason"`
+	// URL is the canonical URL decided on, without fragment and with any userinfo redacted; "" when
+	// the input did not parse.
+	URL string `json:"canonical"`
+}
+
+// Allowed reports whether the verdict is Allow.
+func (d Decision) Allowed() bool { return d.Verdict == Allow }
+
+// DecideArgs are the inputs of Decide. New fields may be added; the zero value of each is safe.
+type DecideArgs struct {
+	// Method is the HTTP method. "" means GET.
+	Method string
+	// URL is absolute, or relative to Base.
+	URL string
+	// Base, when set, is the URL that URL is resolved against (a page, or the previous redirect hop).
+	Base string
+}
+
+// Limits are the policy's run limits.
+type Limits struct {
+	MaxRedirectHops int
+	MaxSteps        int
+}
+
+// Site is one allowed origin with its read routes.
+type Site struct {
+	Origin string   // canonical scheme://host[:port]
+	Read   []string // route patterns as written
+	Search string   // search template, "" when the site has none
+}
+
+// Policy is a validated, immutable policy. It is safe for concurrent use.
+type Policy struct {
+	sites      []site
+	approved   map[string]bool
+	models     []string
+	limits     Limits
+	writeWords map[string]bool
+}
+
+type site struct {
+	scheme, host string
+	port         int
+	origin       string
+	routes       []route
+	search       string // search template path+query, "" when none
+	Site
+}
+
+// URL is a URL parsed the way a browser parses it.
+type URL struct {
+	u *whatwg.Url
+}
+
+var parser = whatwg.NewParser()
+
+// ParseURL parses raw, resolved against base when base is not "", as the WHATWG URL Standard
+// (and so Chromium) does.
+func ParseURL(raw, base string) (*URL, error) {
+	if len(raw) > MaxURLLength || len(base) > MaxURLLength {
+		return nil, fmt.Errorf("url longer than %d bytes", MaxURLLength)
+	}
+	var (
+		u   *whatwg.Url
+		err error
+	)
+	if base != "" {
+		u, err = parser.ParseRef(base, raw)
+	} else {
+		u, err = parser.Parse(raw)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &URL{u: u}, nil
+}
+
+// Scheme is the lower-case scheme without ":".
+func (u *URL) Scheme() string { return u.u.Scheme() }
+
+// Host is the canonical host: lower case, punycode, IPv4 dotted quad, IPv6 in brackets.
+func (u *URL) Host() string { return u.u.Hostname() }
+
+// Port is the effective port: the explicit one or the scheme's default (0 when there is none).
+func (u *URL) Port() int {
+	p := u.u.Port()
+	if p == "" {
+		return u.u.DecodedPort() // the scheme's default
+	}
+	// The parser has already checked that an explicit port is a number in 0..65535. It is read here
+	// rather than through DecodedPort, which reports an explicit port 0 as the default port.
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// Path is the canonical path, dot segments resolved.
+func (u *URL) Path() string { return u.u.Pathname() }
+
+// RawQuery is the query without "?".
+func (u *URL) RawQuery() string { return u.u.Query() }
+
+// HasUserinfo reports whether the URL carries a user name or password.
+func (u *URL) HasUserinfo() bool { return u.u.Username() != "" || u.u.Password() != "" }
+
+// String is the canonical URL without its fragment. A user name and password, if any, are
+// replaced by "redacted" so that a secret in a URL never reaches a log, the model or the audit.
+func (u *URL) String() string {
+	if !u.HasUserinfo() {
+		return u.u.Href(true)
+	}
+	c := u.u.Clone()
+	c.SetUsername("redacted")
+	c.SetPassword("")
+	return c.Href(true)
+}
+
+// Origin is scheme://host[:port], the port omitted when it is the default.
+func (u *URL) Origin() string {
+	o := u.u.Scheme() + "://" + u.u.Hostname()
+	if p := u.u.Port(); p != "" {
+		o += ":" + p
+	}
+	return o
+}
+
+// Decide decides one request. The returned error is non-nil only when the engine itself failed; the
+// decision then still says Deny.
+func (p *Policy) Decide(a DecideArgs) (Decision, error) {
+	method := strings.ToUpper(strings.TrimSpace(a.Method))
+	if method == "" {
+		method = "GET"
+	}
+	u, err := ParseURL(a.URL, a.Base)
+	if err != nil {
+		if len(a.URL) > MaxURLLength || len(a.Base) > MaxURLLength {
+			return Decision{Reason: ReasonTooLong}, nil
+		}
+		return Decision{Reason: ReasonMalformed}, nil
+	}
+	return p.DecideURL(method, u), nil
+}
+
+// DecideURL decides a request for an already parsed URL.
+func (p *Policy) DecideURL(method string, u *URL) Decision {
+	d := Decision{URL: u.String()}
+	switch strings.ToUpper(method) {
+	case "GET", "HEAD", "":
+	default:
+		d.Rule = "method " + method
+		d.Reason = ReasonWriteMethod
+		return d
+	}
+	scheme := u.Scheme()
+	if scheme != "http" && scheme != "https" {
+		d.Rule = "scheme " + scheme
+		d.Reason = ReasonScheme
+		return d
+	}
+	if u.HasUserinfo() {
+		d.Reason = ReasonUserinfo
+		return d
+	}
+	host := normalizeHost(u.Host())
+	port := u.Port()
+	var candidates []*site
+	hostSeen := false
+	for i := range p.sites {
+		s := &p.sites[i]
+		if s.host != host {
+			continue
+		}
+		hostSeen = true
+		if s.scheme == scheme && s.port == port {
+			candidates = append(candidates, s)
+		}
+	}
+	if len(candidates) == 0 {
+		if hostSeen {
+			d.Reason = ReasonPort
+		} else {
+			d.Reason = ReasonHost
+		}
+		return d
+	}
+	if w, where := p.findWriteWord(u); w != "" {
+		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
+		d.Reason = ReasonWriteWord
+		return d
+	}
+	segs := splitPath(u.Path())
+	for _, s := range candidates {
+		for _, r := range s.routes {
+			if r.match(segs) {
+				d.Verdict = Allow
+				d.Rule = s.origin + " read " + r.pattern
+				d.Reason = ReasonAllowed
+				return d
+			}
+		}
+	}
+	d.Reason = ReasonNoRule
+	return d
+}
+
+// DecideRedirect decides a redirect Location, resolved against the URL that sent it, as a new
+// GET navigation.
+func (p *Policy) DecideRedirect(current, location string) (Decision, error) {
+	return p.Decide(DecideArgs{Method: "GET", URL: location, Base: current})
+}
+
+// normalizeHost lower-cases and trims one trailing dot. The WHATWG parser already lower-cased,
+// punycoded and canonicalized IP addresses.
+func normalizeHost(h string) string {
+	h = strings.ToLower(h)
+	if len(h) > 1 && strings.HasSuffix(h, ".") {
+		h = h[:len(h)-1]
+	}
+	return h
+}
+
+// ModelApproved reports whether the policy approves the model name.
+func (p *Policy) ModelApproved(name string) bool { return p.approved[name] }
+
+// ApprovedModels lists the approved model names in file order.
+func (p *Policy) ApprovedModels() []string { return append([]string(nil), p.models...) }
+
+// Limits returns the run limits.
+func (p *Policy) Limits() Limits { return p.limits }
+
+// Sites lists the allowed sites.
+func (p *Policy) Sites() []Site {
+	out := make([]Site, len(p.sites))
+	for i, s := range p.sites {
+		out[i] = Site{Origin: s.origin, Read: append([]string(nil), s.Read...), Search: s.Search}
+	}
+	return out
+}
+
+// ErrNoSearch is returned by SearchURL when no site has a search route.
+var ErrNoSearch = fmt.Errorf("policy has no search route")
+
+// SearchURL builds the URL the search_site tool opens: the first site's search template with the
+// query percent-encoded in place of {query}.
+func (p *Policy) SearchURL(query string) (string, error) {
+	for _, s := range p.sites {
+		if s.search == "" {
+			continue
+		}
+		return s.origin + strings.Replace(s.search, "{query}", escapeQuery(query), 1), nil
+	}
+	return "", ErrNoSearch
+}
+
+// escapeQuery encodes a query value for the application/x-www-form-urlencoded form.
+func escapeQuery(q string) string {
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+			b.WriteByte(c)
+		case c == ' ':
+			b.WriteByte('+')
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
