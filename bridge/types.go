@@ -5,6 +5,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/browser-agent/browser-agent/policy"
 )
@@ -89,3 +90,56 @@ func IsDenied(err error) (*DeniedError, bool) {
 	ok := errors.As(err, &d)
 	return d, ok
 }
+
+// More sentinel errors of the bridge.
+const (
+	// ErrClosed means the session was closed.
+	ErrClosed Error = "session closed"
+	// ErrSessionExpired means the session's deadline passed; the browser has been stopped.
+	ErrSessionExpired Error = "session deadline passed"
+	// ErrUnsupportedContent means the final response of a navigation is not a document the bridge
+	// reads (HTML, XHTML, XML, JSON or plain text); it was not handed to the browser.
+	ErrUnsupportedContent Error = "unsupported content type"
+	// ErrNotLaunched means the browser the driver returned could not be verified as the one this
+	// session launched (its process, user data directory or version did not match).
+	ErrNotLaunched Error = "browser not launched by this session"
+	// ErrSetup means the driver or Chromium is missing; run scripts/setup.
+	ErrSetup Error = "browser-agent setup incomplete"
+)
+
+// RequestDecision records one request the browser tried to make and what the bridge did with it.
+// It never holds page text, bodies or header values.
+type RequestDecision struct {
+	Time         time.Time
+	Method       string
+	URL          string // scheme://host[:port]/path, without query or fragment
+	ResourceType string // document, stylesheet, image, script, fetch, xhr, websocket, ...
+	Frame        string // FrameMain, FrameSub, FramePopup or FrameNone
+	Hop          int    // redirect hop number, 0 for the request itself
+	Verdict      policy.Verdict
+	Rule         string
+	Reason       string // a policy.Reason* phrase or a bridge Reason* phrase
+}
+
+// Where a request came from, as recorded in RequestDecision.Frame.
+const (
+	FrameMain  = "main"
+	FrameSub   = "sub"
+	FramePopup = "popup"
+	FrameNone  = "none" // workers, or requests the browser could not attribute to a frame
+)
+
+// Reason phrases of the bridge's own denials (the policy's are policy.Reason*).
+const (
+	ReasonNotRequested   = "navigation not started by the bridge"
+	ReasonPopup          = "popup"
+	ReasonWebSocket      = "websocket"
+	ReasonFrameCap       = "frame cap"
+	ReasonHopLimit       = "redirect hop limit"
+	ReasonRedirectLoop   = "redirect loop"
+	ReasonRedirectNoLoc  = "redirect without location"
+	ReasonFetchFailed    = "fetch failed"
+	ReasonClosed         = "session closed"
+	ReasonOutsideRoute   = "request outside the route"
+	ReasonNotFulfillable = "response not fulfillable"
+)

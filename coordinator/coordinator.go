@@ -1,0 +1,577 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// Browser is what the coordinator needs from a browser: open a URL, read the current page's
+// visible text, list its links and extract its labelled fields. It never clicks, types, selects
+// or runs script. The real implementation is *bridge.Session.
+type Browser interface {
+	// Open navigates to url, deciding every redirect hop. A credential page gives
+	// bridge.ErrCredentialRequired and nothing else; a denied hop gives a *bridge.DeniedError.
+	Open(ctx context.Context, url string) (bridge.Page, error)
+	// Read returns the chunk of the current page's visible text that starts at offset.
+	Read(ctx context.Context, offset int) (bridge.Chunk, error)
+	// Links lists the current page's anchors.
+	Links(ctx context.Context) ([]bridge.Link, error)
+	// Fields returns the current page's labelled fields.
+	Fields(ctx context.Context) ([]bridge.Field, error)
+}
+
+// Status is how a run ended.
+type Status string
+
+// Run statuses.
+const (
+	StatusAnswered  Status = "answered"              // every claimed value is backed by evidence
+	StatusUncertain Status = "uncertain"             // sources disagree on a claimed field
+	StatusBlocked   Status = "blocked"               // no answer: after a denial, an unsupported answer, or a budget
+	StatusHuman     Status = "human_action_required" // a credential page: a person must take over
+	StatusRejected  Status = "rejected"              // bad task, unapproved model or bad policy; nothing ran
+	StatusError     Status = "error"                 // the program, the model or the audit store failed
+)
+
+// Layers name what decided a step. They are the audit store's layers.
+const (
+	LayerPolicy      = "policy"      // the URL policy, before any browser work
+	LayerBrowser     = "browser"     // the browser: a redirect hop, a credential page, a failure
+	LayerCoordinator = "coordinator" // the coordinator: tool arguments, no page open, the final URL, budgets, the answer check
+)
+
+// Rules of the coordinator's own decisions.
+const (
+	RuleArguments = "tool arguments" // the strict argument check
+	RuleBudget    = "step budget"
+	RuleAnswer    = "answer check" // the final answer against the evidence
+)
+
+// ToolAnswer is the Tool of the step that records the model's final message.
+const ToolAnswer = "answer"
+
+// Step is one tool call (or the final answer) and what was decided about it. It holds metadata
+// only: never page text, field values or anything the page sent.
+type Step struct {
+	N         int            `json:"n"`
+	Tool      string         `json:"tool"`
+	URL       string         `json:"url,omitempty"` // the canonical URL decided or acted on
+	Verdict   policy.Verdict `json:"verdict"`
+	Rule      string         `json:"rule"`
+	Reason    string         `json:"reason"`
+	Layer     string         `json:"layer"`
+	Duration  time.Duration  `json:"duration_ns"`
+	Bytes     int            `json:"bytes_returned"` // size of the tool result given to the model
+	Simulated bool           `json:"simulated,omitempty"`
+}
+
+// Evidence is one labelled value extracted from an allowed page in this run. The coordinator, not
+// the model, stamps its source URL and retrieval time.
+type Evidence struct {
+	URL         string    `json:"url"`
+	RetrievedAt time.Time `json:"retrieved_at"`
+	Label       string    `json:"label"`
+	Value       string    `json:"value"`
+	RecordID    string    `json:"record_id"` // the page's "Record ID" field; "" when it has none
+}
+
+// Answer is a model's claimed answer.
+type Answer struct {
+	RecordID string            `json:"record_id"`
+	Fields   map[string]string `json:"fields"`
+	Sources  []string          `json:"sources"`
+}
+
+// SourcedValue is one value of a field and where it was extracted.
+type SourcedValue struct {
+	Value string `json:"value"`
+	URL   string `json:"url"`
+}
+
+// Conflict is a claimed field on which the extracted evidence disagrees.
+type Conflict struct {
+	Label  string         `json:"label"`
+	Values []SourcedValue `json:"values"`
+}
+
+// Result is how a run ended and what it found.
+type Result struct {
+	RunID    string
+	Task     string
+	RecordID string
+	Preset   string
+	Model    string
+	Status   Status
+	// Reason says why the run ended. It names fields, URLs, rules and policy reasons, never page
+	// text or field values, so it is safe for the audit store.
+	Reason string
+	// Note is the model's own text when it could not answer (shown to the user, never audited).
+	Note      string
+	Answer    *Answer    // set only when Status is answered
+	Conflicts []Conflict // set only when Status is uncertain
+	Evidence  []Evidence
+	Steps     []Step
+	Simulated bool // some model turn was scripted in place of the model's
+	Usage     Usage
+	StartedAt time.Time
+	EndedAt   time.Time
+}
+
+// RunRecord is the metadata of a run, as the Recorder stores it.
+type RunRecord struct {
+	ID               string
+	StartedAt        time.Time
+	FinishedAt       time.Time
+	RecordID         string
+	Preset           string
+	Model            string
+	Status           Status
+	Reason           string
+	StepCount        int
+	PromptTokens     int
+	CompletionTokens int
+	CostUSD          float64
+	Simulated        bool
+}
+
+// StepRecord is the metadata of one step, as the Recorder stores it.
+type StepRecord struct {
+	RunID         string
+	N             int
+	Tool          string
+	URL           string
+	Verdict       string
+	Rule          string
+	Reason        string
+	Layer         string
+	Duration      time.Duration
+	BytesReturned int
+}
+
+// Recorder stores runs and their steps durably (the audit store). Each call must be durable
+// before it returns; a failing Recorder stops the run.
+type Recorder interface {
+	// BeginRun stores a started run and returns its ID.
+	BeginRun(ctx context.Context, r RunRecord) (string, error)
+	AddStep(ctx context.Context, s StepRecord) error
+	FinishRun(ctx context.Context, r RunRecord) error
+}
+
+// DefaultDeadline bounds a whole run when WithDeadline is not given.
+const DefaultDeadline = 5 * time.Minute
+
+// Coordinator runs tasks under one policy. It is safe for concurrent use when its options are.
+type Coordinator struct {
+	pol        *policy.Policy
+	rec        Recorder
+	clock      func() time.Time
+	progress   func(Step)
+	transcript io.Writer
+	deadline   time.Duration
+}
+
+// Option configures a Coordinator.
+type Option func(*Coordinator)
+
+// WithRecorder records every run and step in r.
+func WithRecorder(r Recorder) Option { return func(c *Coordinator) { c.rec = r } }
+
+// WithClock sets the clock that stamps evidence and runs (default time.Now).
+func WithClock(now func() time.Time) Option { return func(c *Coordinator) { c.clock = now } }
+
+// WithProgress calls f as each step is decided, before the next model turn.
+func WithProgress(f func(Step)) Option { return func(c *Coordinator) { c.progress = f } }
+
+// WithTranscript writes every message given to and returned by the model to w, one JSON object a
+// line, exactly as it was sent.
+func WithTranscript(w io.Writer) Option { return func(c *Coordinator) { c.transcript = w } }
+
+// WithDeadline bounds the whole run (default DefaultDeadline; d <= 0 means the default). A run
+// past it ends blocked.
+func WithDeadline(d time.Duration) Option { return func(c *Coordinator) { c.deadline = d } }
+
+// New returns a Coordinator that decides with pol. pol may be nil only to Reject.
+func New(pol *policy.Policy, opts ...Option) *Coordinator {
+	c := &Coordinator{pol: pol, clock: time.Now, deadline: DefaultDeadline}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.deadline <= 0 {
+		c.deadline = DefaultDeadline
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	return c
+}
+
+// RunArgs are the inputs of one run. New fields may be added; the zero value of each is safe.
+type RunArgs struct {
+	Task    string
+	Preset  string // recorded; "" when the task was typed
+	Model   Model
+	Browser Browser
+	// ModelName is recorded when Model is nil (a model that could not be built, for Reject).
+	ModelName string
+	// EndOnDenial ends the run blocked at the first denied or refused tool call instead of
+	// returning the denial to the model. The simulated presets set it.
+	EndOnDenial bool
+}
+
+// Reject records and returns a run that was rejected before any browser or model work: a bad
+// task, an unapproved model or a bad policy. reason names what was wrong.
+func (c *Coordinator) Reject(ctx context.Context, a RunArgs, reason string) Result {
+	return c.end(ctx, a, StatusRejected, reason)
+}
+
+// Fail records and returns a run that failed before any model work, e.g. because the browser
+// could not be launched. reason names what failed.
+func (c *Coordinator) Fail(ctx context.Context, a RunArgs, reason string) Result {
+	return c.end(ctx, a, StatusError, reason)
+}
+
+func (c *Coordinator) end(ctx context.Context, a RunArgs, status Status, reason string) Result {
+	r := c.newRun(a)
+	if err := r.begin(ctx); err != nil {
+		return r.res
+	}
+	return r.finish(ctx, status, reason)
+}
+
+// Run runs one task to its end and returns the result. It never returns without a status: a
+// failure of the model, the browser or the recorder is a status too.
+func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
+	r := c.newRun(a)
+	if err := r.begin(ctx); err != nil {
+		return r.res
+	}
+	task, err := policy.ParseTask(a.Task)
+	if err != nil {
+		return r.finish(ctx, StatusRejected, err.Error()) // a *policy.TaskError naming what was wrong
+	}
+	r.res.Task, r.res.RecordID = task.Text, task.RecordID
+	switch {
+	case c.pol == nil:
+		return r.finish(ctx, StatusRejected, "no policy")
+	case a.Model == nil:
+		return r.finish(ctx, StatusRejected, "no model")
+	case a.Browser == nil:
+		return r.finish(ctx, StatusError, "no browser")
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.deadline)
+	defer cancel()
+	status, reason := r.loop(rctx, task)
+	if status == "" { // the recorder or the transcript failed; finish already ran
+		return r.res
+	}
+	if rctx.Err() != nil && ctx.Err() == nil && status == StatusError {
+		status, reason = StatusBlocked, fmt.Sprintf("run deadline (%s) exceeded", c.deadline)
+	}
+	return r.finish(ctx, status, reason)
+}
+
+// run is the state of one run.
+type run struct {
+	c        *Coordinator
+	a        RunArgs
+	res      Result
+	msgs     []Message
+	sent     int // messages already written to the transcript
+	steps    int
+	denial   string // reason of the last denied or refused call, "" when none
+	page     *curPage
+	finished bool
+}
+
+// curPage is the page the browser is on, as far as the coordinator knows.
+type curPage struct {
+	url  string
+	next int
+	more bool
+}
+
+func (c *Coordinator) newRun(a RunArgs) *run {
+	name := a.ModelName
+	if a.Model != nil {
+		name = a.Model.Name()
+	}
+	return &run{c: c, a: a, res: Result{
+		Task:      a.Task,
+		Preset:    a.Preset,
+		Model:     name,
+		StartedAt: c.clock().UTC(),
+	}}
+}
+
+func (r *run) record() RunRecord {
+	return RunRecord{
+		ID:               r.res.RunID,
+		StartedAt:        r.res.StartedAt,
+		FinishedAt:       r.res.EndedAt,
+		RecordID:         r.res.RecordID,
+		Preset:           r.res.Preset,
+		Model:            r.res.Model,
+		Status:           r.res.Status,
+		Reason:           r.res.Reason,
+		StepCount:        len(r.res.Steps),
+		PromptTokens:     r.res.Usage.PromptTokens,
+		CompletionTokens: r.res.Usage.CompletionTokens,
+		CostUSD:          r.res.Usage.CostUSD,
+		Simulated:        r.res.Simulated,
+	}
+}
+
+// begin records the run's start. On failure the run is finished as an error.
+func (r *run) begin(ctx context.Context) error {
+	if t, err := policy.ParseTask(r.a.Task); err == nil {
+		r.res.RecordID = t.RecordID
+	}
+	if r.c.rec == nil {
+		r.res.RunID = newID()
+		return nil
+	}
+	id, err := r.c.rec.BeginRun(ctx, r.record())
+	if err != nil {
+		r.res.RunID = newID()
+		r.res.Status, r.res.Reason = StatusError, "audit store: "+err.Error()
+		r.res.EndedAt = r.c.clock().UTC()
+		r.finished = true
+		return err
+	}
+	r.res.RunID = id
+	return nil
+}
+
+// finish records the end of the run. If the recorder fails, the run is an error.
+func (r *run) finish(ctx context.Context, status Status, reason string) Result {
+	if r.finished {
+		return r.res
+	}
+	r.finished = true
+	r.res.Status, r.res.Reason = status, reason
+	if status != StatusAnswered {
+		r.res.Answer = nil
+	}
+	if status != StatusUncertain {
+		r.res.Conflicts = nil
+	}
+	r.res.EndedAt = r.c.clock().UTC()
+	if r.c.rec != nil {
+		// The run is recorded even when ctx was canceled, so that it never stays open.
+		if err := r.c.rec.FinishRun(context.WithoutCancel(ctx), r.record()); err != nil {
+			r.res.Status, r.res.Reason = StatusError, "audit store: "+err.Error()
+			r.res.Answer, r.res.Conflicts = nil, nil
+		}
+	}
+	return r.res
+}
+
+// fail ends the run as an error because the recorder or the transcript failed.
+func (r *run) fail(ctx context.Context, reason string) (Status, string) {
+	r.finish(ctx, StatusError, reason)
+	return "", ""
+}
+
+// addStep numbers, records and reports a step.
+func (r *run) addStep(ctx context.Context, s Step) error {
+	s.N = len(r.res.Steps) + 1
+	s.Duration = max(s.Duration, 0)
+	r.res.Steps = append(r.res.Steps, s)
+	if r.c.rec != nil {
+		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
+			RunID: r.res.RunID, N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict.String(),
+			Rule: s.Rule, Reason: s.Reason, Layer: s.Layer, Duration: s.Duration, BytesReturned: s.Bytes,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if r.c.progress != nil {
+		r.c.progress(s)
+	}
+	return nil
+}
+
+// flush writes the messages not yet in the transcript.
+func (r *run) flush() error {
+	if r.c.transcript == nil {
+		r.sent = len(r.msgs)
+		return nil
+	}
+	for ; r.sent < len(r.msgs); r.sent++ {
+		b, err := json.Marshal(r.msgs[r.sent])
+		if err != nil {
+			return err
+		}
+		if _, err := r.c.transcript.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loop talks with the model until it answers or the run must end. It returns the status and reason;
+// a "" status means the run was already finished as an error.
+func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
+	maxSteps := r.c.pol.Limits().MaxSteps
+	r.msgs = []Message{
+		{Role: RoleSystem, Content: SystemPrompt},
+		{Role: RoleUser, Content: userPrompt(task)},
+	}
+	corrected := false
+	for {
+		if r.steps >= maxSteps {
+			return StatusBlocked, fmt.Sprintf("step budget exhausted (max_steps %d)", maxSteps)
+		}
+		if err := ctx.Err(); err != nil {
+			return r.ctxStatus(ctx)
+		}
+		if err := r.flush(); err != nil {
+			return r.fail(ctx, "transcript: "+err.Error())
+		}
+		turn, err := r.a.Model.Next(ctx, cloneMessages(r.msgs), Tools())
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.ctxStatus(ctx)
+			}
+			return StatusError, "model error: " + clip(err.Error(), 300)
+		}
+		r.res.Usage = r.res.Usage.Add(turn.Usage)
+		if turn.Simulated {
+			r.res.Simulated = true
+		}
+		msg := turn.Message
+		msg.Role = RoleAssistant
+		msg.ToolCallID, msg.Name = "", ""
+		for i := range msg.ToolCalls {
+			if msg.ToolCalls[i].ID == "" {
+				msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", len(r.msgs), i+1)
+			}
+		}
+		r.msgs = append(r.msgs, msg)
+		if err := r.flush(); err != nil {
+			return r.fail(ctx, "transcript: "+err.Error())
+		}
+
+		if len(msg.ToolCalls) > 0 {
+			for _, call := range msg.ToolCalls {
+				r.steps++
+				if r.steps > maxSteps {
+					// Record the first call past the budget as refused, and end: the rest of the
+					// turn's calls are never looked at.
+					reason := fmt.Sprintf("step budget exhausted (max_steps %d)", maxSteps)
+					o := refused(call.Name, LayerCoordinator, RuleBudget, reason)
+					o.step.Simulated = turn.Simulated
+					if err := r.addStep(ctx, o.step); err != nil {
+						return r.fail(ctx, "audit store: "+err.Error())
+					}
+					return StatusBlocked, reason
+				}
+				o := r.exec(ctx, call)
+				o.step.Simulated = turn.Simulated
+				if err := r.addStep(ctx, o.step); err != nil {
+					return r.fail(ctx, "audit store: "+err.Error())
+				}
+				if o.stop != "" {
+					// Nothing from this page reaches the model: the run ends here.
+					return o.stop, o.stopReason
+				}
+				r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: call.ID, Name: o.step.Tool, Content: o.content})
+				if o.step.Verdict != policy.Allow {
+					r.denial = o.step.Reason
+					if r.a.EndOnDenial {
+						return StatusBlocked, fmt.Sprintf("%s denied (%s): %s", o.step.Tool, o.step.Layer, o.step.Reason)
+					}
+				}
+				if ctx.Err() != nil {
+					return r.ctxStatus(ctx)
+				}
+			}
+			continue
+		}
+
+		// A final message.
+		r.steps++
+		start := r.c.clock()
+		fin, perr := parseFinal(msg.Content)
+		if perr != nil {
+			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated}
+			if err := r.addStep(ctx, step); err != nil {
+				return r.fail(ctx, "audit store: "+err.Error())
+			}
+			if corrected {
+				return StatusError, "malformed final message after a correction: " + perr.Error()
+			}
+			corrected = true
+			r.msgs = append(r.msgs, Message{Role: RoleUser, Content: correction(perr)})
+			continue
+		}
+		if fin.CannotAnswer != nil {
+			r.res.Note = clip(*fin.CannotAnswer, 500)
+			reason := "model could not answer"
+			if r.denial != "" {
+				reason += " after a denial (" + r.denial + ")"
+			}
+			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
+			if err := r.addStep(ctx, step); err != nil {
+				return r.fail(ctx, "audit store: "+err.Error())
+			}
+			return StatusBlocked, reason
+		}
+		v := checkAnswer(r.c.pol, task.RecordID, *fin.Answer, r.res.Evidence)
+		step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
+		if v.status == StatusAnswered {
+			step.Verdict = policy.Allow
+			r.res.Answer = v.answer
+		}
+		r.res.Conflicts = v.conflicts
+		if err := r.addStep(ctx, step); err != nil {
+			return r.fail(ctx, "audit store: "+err.Error())
+		}
+		return v.status, v.reason
+	}
+}
+
+// ctxStatus is how a run ends when its context is done: blocked past the deadline, an error when
+// the caller canceled.
+func (r *run) ctxStatus(ctx context.Context) (Status, string) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return StatusBlocked, fmt.Sprintf("run deadline (%s) exceeded", r.c.deadline)
+	}
+	return StatusError, "run canceled"
+}
+
+func cloneMessages(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	copy(out, msgs)
+	return out
+}
+
+// newID returns a random run ID for runs that no recorder numbered.
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
+)
+
+// auditRecorder stores a run's metadata in the audit store.
+type auditRecorder struct{ s *audit.Store }
+
+var _ coordinator.Recorder = auditRecorder{}
+
+func auditRun(r coordinator.RunRecord) audit.Run {
+	return audit.Run{
+		ID: r.ID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, RecordID: r.RecordID, Preset: r.Preset,
+		Model: r.Model, Status: string(r.Status), Reason: r.Reason, StepCount: r.StepCount,
+		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD, Simulated: r.Simulated,
+	}
+}
+
+func (a auditRecorder) BeginRun(ctx context.Context, r coordinator.RunRecord) (string, error) {
+	return a.s.BeginRun(ctx, auditRun(r))
+}
+
+func (a auditRecorder) AddStep(ctx context.Context, s coordinator.StepRecord) error {
+	return a.s.AddStep(ctx, audit.Step{
+		RunID: s.RunID, N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict, Rule: s.Rule, Reason: s.Reason,
+		Layer: s.Layer, Duration: s.Duration, BytesReturned: s.BytesReturned,
+	})
+}
+
+func (a auditRecorder) FinishRun(ctx context.Context, r coordinator.RunRecord) error {
+	return a.s.FinishRun(ctx, auditRun(r))
+}
+
+// auditCmd is "browser-agent audit [--db FILE] [--json] [--limit N] [RUN_ID]".
+func auditCmd(e *env, args []string) error {
+	fs := newFlags(e, "audit", "[--db FILE] [--json] [--limit N] [RUN_ID]")
+	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	asJSON := fs.Bool("json", false, "print JSON on stdout")
+	limit := fs.Int("limit", 50, "list at most N runs, newest first (0: all)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageError("audit takes at most one RUN_ID, got %d arguments", fs.NArg())
+	}
+	if *limit < 0 {
+		return usageError("--limit %d is negative", *limit)
+	}
+	path := *dbFile
+	if path == "" {
+		path = audit.DefaultPath()
+	}
+	// Reading never creates a database.
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if fs.NArg() == 1 {
+			return usageError("run %q not found: no audit database at %s", fs.Arg(0), path)
+		}
+		if *asJSON {
+			fmt.Fprintln(e.stdout, `{"runs":[]}`)
+		} else {
+			fmt.Fprintf(e.stdout, "no runs recorded (no audit database at %s)\n", path)
+		}
+		return nil
+	}
+	store, err := audit.Open(path)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx := context.Background()
+	if fs.NArg() == 1 {
+		run, steps, err := store.Run(ctx, fs.Arg(0))
+		if errors.Is(err, audit.ErrNotFound) {
+			return usageError("run %q not found in %s", fs.Arg(0), path)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if steps == nil {
+				steps = []audit.Step{}
+			}
+			return encodeJSON(e.stdout, struct {
+				Run   audit.Run    `json:"run"`
+				Steps []audit.Step `json:"steps"`
+			}{run, steps})
+		}
+		printRun(e.stdout, run)
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "N\tTOOL\tVERDICT\tLAYER\tTARGET\tREASON")
+		for _, s := range steps {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", s.N, s.Tool, s.Verdict, s.Layer, orDash(s.Origin+s.Path), printable(s.Reason))
+		}
+		return tw.Flush()
+	}
+	runs, err := store.Runs(ctx, *limit)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if runs == nil {
+			runs = []audit.Run{}
+		}
+		return encodeJSON(e.stdout, struct {
+			Runs []audit.Run `json:"runs"`
+		}{runs})
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(e.stdout, "no runs recorded")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTARTED\tSTATUS\tRECORD\tPRESET\tMODEL\tSTEPS\tSIMULATED")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%v\n", r.ID, r.StartedAt.UTC().Format(time.RFC3339), r.Status,
+			orDash(r.RecordID), orDash(r.Preset), r.Model, r.StepCount, r.Simulated)
+	}
+	return tw.Flush()
+}
+
+func printRun(w io.Writer, r audit.Run) {
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	fmt.Fprintf(w, "  started   %s\n", r.StartedAt.UTC().Format(time.RFC3339Nano))
+	if !r.FinishedAt.IsZero() {
+		fmt.Fprintf(w, "  finished  %s\n", r.FinishedAt.UTC().Format(time.RFC3339Nano))
+	}
+	fmt.Fprintf(w, "  status    %s\n", r.Status)
+	fmt.Fprintf(w, "  reason    %s\n", printable(r.Reason))
+	fmt.Fprintf(w, "  record    %s\n", orDash(r.RecordID))
+	fmt.Fprintf(w, "  preset    %s\n", orDash(r.Preset))
+	fmt.Fprintf(w, "  model     %s\n", r.Model)
+	fmt.Fprintf(w, "  simulated %v\n", r.Simulated)
+	fmt.Fprintf(w, "  tokens    %d prompt, %d completion, $%.4f\n", r.PromptTokens, r.CompletionTokens, r.CostUSD)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func encodeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
