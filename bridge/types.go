@@ -105,6 +105,9 @@ const (
 	ErrNotLaunched Error = "browser not launched by this session"
 	// ErrSetup means the driver or Chromium is missing; run scripts/setup.
 	ErrSetup Error = "browser-agent setup incomplete"
+	// ErrPageChanged means the page replaced its own document without a request the bridge could
+	// decide (a blob:, data: or about:blank navigation); nothing from it is returned.
+	ErrPageChanged Error = "page navigated away on its own"
 )
 
 // RequestDecision records one request the browser tried to make and what the bridge did with it.

@@ -29,6 +29,27 @@ type Browser interface {
 	Fields(ctx context.Context) ([]bridge.Field, error)
 }
 
+// NetDecision is one request decided beneath the tools: by the bridge's request routes in the
+// browser, or by the egress proxy at the network layer. It holds metadata only.
+type NetDecision struct {
+	Method  string
+	URL     string // the store keeps origin and path only
+	Verdict policy.Verdict
+	Rule    string
+	Reason  string
+	Layer   string // LayerBrowser or LayerProxy
+}
+
+// EgressLog is implemented by browsers that record the requests decided beneath the tools. After
+// each step the coordinator takes what was decided since the last one and records it, under that
+// step's number, as tool ToolRequest.
+type EgressLog interface {
+	TakeDecisions() []NetDecision
+}
+
+// ToolRequest is the Tool of an audit record for one request decided beneath a tool call.
+const ToolRequest = "request"
+
 // Status is how a run ended.
 type Status string
 
@@ -47,6 +68,7 @@ const (
 	LayerPolicy      = "policy"      // the URL policy, before any browser work
 	LayerBrowser     = "browser"     // the browser: a redirect hop, a credential page, a failure
 	LayerCoordinator = "coordinator" // the coordinator: tool arguments, no page open, the final URL, budgets, the answer check
+	LayerProxy       = "proxy"       // the egress proxy, at the network layer
 )
 
 // Rules of the coordinator's own decisions.
@@ -394,9 +416,30 @@ func (r *run) addStep(ctx context.Context, s Step) error {
 		if err != nil {
 			return err
 		}
+		if err := r.recordEgress(ctx, s.N); err != nil {
+			return err
+		}
 	}
 	if r.c.progress != nil {
 		r.c.progress(s)
+	}
+	return nil
+}
+
+// recordEgress records the requests the browser and the proxy decided during step n.
+func (r *run) recordEgress(ctx context.Context, n int) error {
+	log, ok := r.a.Browser.(EgressLog)
+	if !ok {
+		return nil
+	}
+	for _, d := range log.TakeDecisions() {
+		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
+			RunID: r.res.RunID, N: n, Tool: ToolRequest, URL: d.URL, Verdict: d.Verdict.String(),
+			Rule: d.Rule, Reason: d.Reason, Layer: d.Layer,
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

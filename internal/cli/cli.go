@@ -50,6 +50,8 @@ var commands = map[string]command{
 	"policy":    {"policy validate FILE: check a policy file", policyCmd},
 	"run":       {"research one record with the agent", runCmd},
 	"audit":     {"list runs, or one run's steps, from the audit store", auditCmd},
+	"serve":     {"serve the live demo: page, API, step stream and public-run limits", serveCmd},
+	"record":    {"run the presets and write them as recorded runs for serve", recordCmd},
 }
 
 // Main runs the command line args and returns the process exit code.

@@ -26,19 +26,6 @@ type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser
 // launchBrowser is the browser "browser-agent run" drives. Tests replace it with a fake.
 var launchBrowser Launcher = launchBridge
 
-// launchBridge launches the real browser. WIRING POINT: replace the body with
-//
-//	s, err := bridge.Launch(ctx, pol)
-//	if err != nil {
-//		return nil, nil, err
-//	}
-//	return s, s, nil
-//
-// and add the interface guard var _ coordinator.Browser = (*bridge.Session)(nil).
-func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-	return nil, nil, errors.New("the browser bridge is not wired in yet")
-}
-
 // startDemo starts the embedded demo site for a run without --policy. Tests wrap it.
 var startDemo = func(ctx context.Context) (*demosite.Server, error) {
 	return demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})

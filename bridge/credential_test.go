@@ -1,0 +1,117 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCredentialWithheld opens pages that hold a credential field somewhere: main frame, frames
+// of the same and of another site (out of process), open and closed shadow roots. Each page is
+// withheld whole: Open returns only URL and Status, and Read, Links, Fields and Screenshot fail
+// with ErrCredentialRequired.
+func TestCredentialWithheld(t *testing.T) {
+	t.Parallel()
+	variants := []string{
+		"password", "hidden-password", "fresh-pw", "otp", "cc", "cc-exp-select", "label-for",
+		"wrapping-label", "labelledby", "placeholder", "name-cvv", "camel", "aria", "id-pwd", "textarea",
+		"same-frame", "cross-frame", "nested-frame", "hidden-frame", "cross-closed-shadow",
+		"open-shadow", "closed-shadow", "nested-shadow",
+	}
+	s := newSession(t)
+	for _, v := range variants {
+		t.Run(v, func(t *testing.T) {
+			k := newKey()
+			url := fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, k, v)
+			p, err := s.Open(ctxT(t), url)
+			if !errors.Is(err, ErrCredentialRequired) {
+				t.Fatalf("Open(%s): got err %v, want ErrCredentialRequired", v, err)
+			}
+			if want := (Page{URL: url, Status: 200}); fmt.Sprint(p) != fmt.Sprint(want) {
+				t.Errorf("Open(%s):\n\tgot  %+v\n\twant %+v", v, p, want)
+			}
+			checkWithheld(t, s, v)
+		})
+	}
+}
+
+func checkWithheld(t *testing.T, s *Session, v string) {
+	t.Helper()
+	if c, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrCredentialRequired) || c.Text != "" {
+		t.Errorf("Read(%s): got %q, %v, want ErrCredentialRequired", v, c.Text, err)
+	}
+	if l, err := s.Links(ctxT(t)); !errors.Is(err, ErrCredentialRequired) || l != nil {
+		t.Errorf("Links(%s): got %v, %v, want ErrCredentialRequired", v, l, err)
+	}
+	if f, err := s.Fields(ctxT(t)); !errors.Is(err, ErrCredentialRequired) || f != nil {
+		t.Errorf("Fields(%s): got %v, %v, want ErrCredentialRequired", v, f, err)
+	}
+	if png, err := s.Screenshot(ctxT(t)); !errors.Is(err, ErrCredentialRequired) || png != nil {
+		t.Errorf("Screenshot(%s): got %d bytes, %v, want ErrCredentialRequired", v, len(png), err)
+	}
+}
+
+// TestCredentialLate checks fields added after load: the page is readable until the field
+// appears, and withheld from then on.
+func TestCredentialLate(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"late", "late-frame"} {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			s := newSession(t)
+			if _, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, newKey(), v)); err != nil {
+				t.Fatalf("Open(%s) before the field appears: %v", v, err)
+			}
+			time.Sleep(1200 * time.Millisecond)
+			checkWithheld(t, s, v)
+		})
+	}
+}
+
+// TestCredentialNone is the negative control: a search box, a hidden input and a checkbox whose
+// names mention a password, and the word in text, are not credential fields.
+func TestCredentialNone(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=none", testFix.Site, newKey()))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if !strings.Contains(p.Text, "Forgot your password?") {
+		t.Errorf("Open: got text %q, want the page", p.Text)
+	}
+	if strings.Contains(p.Text, "hunter2") {
+		t.Errorf("a field value reached the text")
+	}
+	if png, err := s.Screenshot(ctxT(t)); err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
+		t.Errorf("Screenshot: got %d bytes, %v, want a PNG", len(png), err)
+	}
+}
+
+// TestCredentialText checks the label heuristics alone.
+func TestCredentialText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in, want string
+	}{
+		{"password", "password"},
+		{"New Password", "password"},
+		{"user_pwd", "pwd"},
+		{"cardNumber", "card number"},
+		{"card-number", "card number"},
+		{"CVV", "cvv"},
+		{"Verification code", "verification code"},
+		{"Enter the OTP", "otp"},
+		{"Search records", ""},
+		{"Postcode", ""},
+		{"Passenger name", ""},
+		{"Record ID", ""},
+	}
+	for _, tt := range tests {
+		if got := credentialText(tt.in); got != tt.want {
+			t.Errorf("credentialText(%q):\n\tgot  %q\n\twant %q", tt.in, got, tt.want)
+		}
+	}
+}

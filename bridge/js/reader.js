@@ -1,0 +1,371 @@
+// browser-agent reader. The bridge calls this function with Runtime.callFunctionOn in an isolated
+// world it created for one frame, so the page's scripts can neither see nor patch it (they share
+// the DOM, not the JavaScript globals). It never reads a form field's value.
+//
+// opts: {closedCount, frameIds, textCap, linkCap, fieldCap, minFontPx}
+// handles: closedCount closed shadow roots (resolved by the bridge over CDP, since page script
+//          cannot reach them either), then one frame owner element per frameIds entry.
+// Returns {title, text, links: [{text, href}], fields: [{label, value}], frames: [frameId]}; text
+// holds "\uE000<frameId>\uE001" where a visible child frame sits.
+function (opts, ...handles) {
+  const closedRoots = new Map();
+  for (let i = 0; i < (opts.closedCount | 0); i++) {
+    const r = handles[i];
+    try { if (r && r.host) closedRoots.set(r.host, r); } catch (e) {}
+  }
+  const frameOwners = new Map();
+  (opts.frameIds || []).forEach((id, i) => {
+    const el = handles[(opts.closedCount | 0) + i];
+    if (el) frameOwners.set(el, id);
+  });
+  const doc = document;
+  const root = doc.documentElement;
+  if (!root) return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [] };
+  const vw = window.innerWidth || root.clientWidth || 1280;
+  const sx = window.scrollX, sy = window.scrollY;
+  const MIN_FONT = opts.minFontPx || 6;
+  const PARA = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'dl', 'ul', 'ol', 'pre', 'blockquote', 'section', 'article', 'header', 'footer', 'nav', 'main', 'aside', 'form', 'figure']);
+  const SKIP = new Set(['script', 'style', 'template', 'noscript', 'head', 'title', 'meta', 'link', 'base',
+    'input', 'textarea', 'select', 'option', 'optgroup', 'datalist', 'object', 'embed', 'canvas', 'audio',
+    'video', 'img', 'picture', 'source', 'track', 'map', 'area', 'param', 'iframe', 'frame', 'frameset']);
+
+  const styles = new Map();
+  const cs = (el) => {
+    let s = styles.get(el);
+    if (!s) { s = getComputedStyle(el); styles.set(el, s); }
+    return s;
+  };
+  // Parent in the flat tree: the slot a node is assigned to, else the parent element, else the
+  // shadow host.
+  const flatParent = (n) => {
+    if (n.assignedSlot) return n.assignedSlot;
+    const p = n.parentNode;
+    if (!p) return null;
+    if (p.nodeType === 11) return p.host || null;
+    return p.nodeType === 1 ? p : null;
+  };
+  const parseColor = (c) => {
+    const m = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)$/.exec(c || '');
+    if (!m) return null;
+    let a = m[4] === undefined ? 1 : (m[4].endsWith('%') ? parseFloat(m[4]) / 100 : parseFloat(m[4]));
+    return { r: +m[1], g: +m[2], b: +m[3], a };
+  };
+  const lum = (c) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b);
+  };
+  const contrast = (a, b) => {
+    const la = lum(a), lb = lum(b);
+    return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+  };
+
+  // Background an element's text is painted on: the nearest opaque-enough background colour, or
+  // null when an image or gradient makes it unknown.
+  const bgCache = new Map();
+  const background = (el) => {
+    if (!el) return { r: 255, g: 255, b: 255, a: 1 };
+    if (bgCache.has(el)) return bgCache.get(el);
+    const s = cs(el);
+    let out;
+    if (s.backgroundImage && s.backgroundImage !== 'none') out = null;
+    else {
+      const c = parseColor(s.backgroundColor);
+      out = c && c.a >= 0.5 ? c : background(flatParent(el));
+    }
+    bgCache.set(el, out);
+    return out;
+  };
+
+  const zeroClip = (s) => {
+    const cp = s.clipPath || 'none';
+    if (cp !== 'none') {
+      let m = /inset\(\s*([\d.]+)%/.exec(cp);
+      if (m && parseFloat(m[1]) >= 50) return true;
+      if (/circle\(\s*0(px|%)?[\s)]/.test(cp) || /ellipse\(\s*0(px|%)?\s+0(px|%)?/.test(cp)) return true;
+    }
+    if (s.clip && s.clip !== 'auto' && (s.position === 'absolute' || s.position === 'fixed')) {
+      const n = (s.clip.match(/-?[\d.]+/g) || []).map(parseFloat);
+      if (n.length === 4 && (n[1] - n[3] <= 1 || n[2] - n[0] <= 1)) return true;
+    }
+    if (/opacity\(\s*0*(\.0*)?(%|\s*\))/.test(s.filter || '')) return true;
+    if (/^matrix\(\s*0,\s*0,\s*0,\s*0,/.test(s.transform || '')) return true;
+    return false;
+  };
+
+  // hiddenChain: the element or an ancestor hides its content (display, opacity, clip-path, clip,
+  // filter, scale(0)).
+  const chainCache = new Map();
+  const hiddenChain = (el) => {
+    if (!el) return false;
+    if (chainCache.has(el)) return chainCache.get(el);
+    const s = cs(el);
+    let h = s.display === 'none' || s.contentVisibility === 'hidden' || parseFloat(s.opacity) < 0.1 || zeroClip(s);
+    if (!h) h = hiddenChain(flatParent(el));
+    chainCache.set(el, h);
+    return h;
+  };
+
+  // Clipping ancestors: rectangles a descendant's box must overlap to be seen.
+  const clipCache = new Map();
+  const clipRect = (el) => {
+    if (clipCache.has(el)) return clipCache.get(el);
+    let r = null;
+    if (el !== root && el !== doc.body) {
+      const s = cs(el);
+      const ox = s.overflowX, oy = s.overflowY;
+      if ((ox !== 'visible' || oy !== 'visible') && s.display !== 'contents') {
+        const b = el.getBoundingClientRect();
+        if (ox === 'auto' || ox === 'scroll' || oy === 'auto' || oy === 'scroll') {
+          // Scrollable: everything inside its scroll area can be scrolled into view.
+          r = { left: b.left - el.scrollLeft, top: b.top - el.scrollTop,
+            right: b.left - el.scrollLeft + Math.max(el.scrollWidth, b.width),
+            bottom: b.top - el.scrollTop + Math.max(el.scrollHeight, b.height) };
+        } else {
+          r = { left: b.left, top: b.top, right: b.right, bottom: b.bottom };
+        }
+      }
+    }
+    clipCache.set(el, r);
+    return r;
+  };
+
+  const boxVisible = (rect, el) => {
+    if (rect.width < 1 || rect.height < 1) return false;
+    const left = rect.left + sx, top = rect.top + sy;
+    if (left + rect.width <= 0 || top + rect.height <= 0) return false; // off the page, up or left
+    if (left > Math.max(4 * vw, 5000)) return false; // far off to the right
+    for (let a = el; a; a = flatParent(a)) {
+      const c = clipRect(a);
+      if (!c) continue;
+      const w = Math.min(rect.right, c.right) - Math.max(rect.left, c.left);
+      const h = Math.min(rect.bottom, c.bottom) - Math.max(rect.top, c.top);
+      if (w < 2 || h < 2) return false;
+    }
+    return true;
+  };
+
+  const boxed = (el) => {
+    while (el && cs(el).display === 'contents') el = flatParent(el);
+    return el;
+  };
+
+  const elementVisible = (el) => {
+    if (hiddenChain(el)) return false;
+    const s = cs(el);
+    if (s.visibility !== 'visible') return false;
+    const b = boxed(el);
+    if (!b || !b.checkVisibility({ checkOpacity: true })) return false;
+    return boxVisible(b.getBoundingClientRect(), b);
+  };
+
+  const textCache = new Map();
+  const range = doc.createRange();
+  const textVisible = (t) => {
+    if (textCache.has(t)) return textCache.get(t);
+    const v = textVisibleUncached(t);
+    textCache.set(t, v);
+    return v;
+  };
+  const textVisibleUncached = (t) => {
+    if (!t.data.trim()) return false;
+    const p = flatParent(t);
+    if (!p) return false;
+    if (hiddenChain(p)) return false;
+    const s = cs(p);
+    if (s.visibility !== 'visible') return false;
+    const b = boxed(p);
+    if (!b || !b.checkVisibility({ checkOpacity: true })) return false;
+    if (parseFloat(s.fontSize) < MIN_FONT) return false;
+    let color = parseColor(s.webkitTextFillColor) || parseColor(s.color);
+    if (color && color.a < 0.1) return false;
+    const bg = background(p);
+    if (color && bg && contrast(color, bg) < 1.25) {
+      const stroke = parseFloat(s.webkitTextStrokeWidth) || 0;
+      if (stroke <= 0 && (!s.textShadow || s.textShadow === 'none')) return false;
+    }
+    range.selectNodeContents(t);
+    const rects = range.getClientRects();
+    for (const r of rects) {
+      if (boxVisible(r, b)) return true;
+    }
+    return false;
+  };
+
+  const isBlock = (s) => {
+    const d = s.display;
+    return !(d.startsWith('inline') || d === 'contents' || d.startsWith('ruby') || d === 'table-cell');
+  };
+
+  // walk appends the visible text of node's flat tree to out.
+  const walk = (node, out, st) => {
+    if (st.full) return;
+    if (node.nodeType === 3) {
+      const p = flatParent(node);
+      if (!node.data.trim()) {
+        // White space between inline boxes separates words; it has no box of its own to check.
+        if (p && !hiddenChain(p)) st.emit(out, ' ');
+        return;
+      }
+      if (!textVisible(node)) return;
+      const ws = p ? cs(p).whiteSpace : 'normal';
+      let t = node.data;
+      if (!ws.startsWith('pre') && ws !== 'break-spaces') t = t.replace(/\s+/g, ' ');
+      st.emit(out, t);
+      return;
+    }
+    if (node.nodeType === 11 || node.nodeType === 9) {
+      for (let c = node.firstChild; c; c = c.nextSibling) walk(c, out, st);
+      return;
+    }
+    if (node.nodeType !== 1) return;
+    const el = node;
+    const tag = el.localName;
+    if (frameOwners.has(el)) {
+      if (st.frames && elementVisible(el)) {
+        const id = frameOwners.get(el);
+        st.frames.push(id);
+        st.emit(out, '\n\uE000' + id + '\uE001\n');
+      }
+      return;
+    }
+    if (SKIP.has(tag)) return;
+    if (tag === 'dialog' && !el.open) return;
+    if (tag === 'br') { st.emit(out, '\n'); return; }
+    const s = cs(el);
+    if (s.display === 'none') return;
+    const block = isBlock(s);
+    const brk = block ? (PARA.has(tag) ? '\u2029' : '\n') : '';
+    st.emit(out, brk);
+    if (s.display === 'table-cell') st.emit(out, ' ');
+    let link = null;
+    if (st.links && (tag === 'a') && el.hasAttribute('href')) {
+      link = { start: out.length, el };
+    }
+    if (st.structures) {
+      if (tag === 'dl' || tag === 'table' || tag === 'label') st.structures.push(el);
+    }
+    const sr = el.shadowRoot || closedRoots.get(el);
+    if (sr) {
+      walk(sr, out, st);
+    } else if (tag === 'slot') {
+      const assigned = el.assignedNodes({ flatten: true });
+      if (assigned.length) for (const n of assigned) walk(n, out, st);
+      else for (let c = el.firstChild; c; c = c.nextSibling) walk(c, out, st);
+    } else {
+      for (let c = el.firstChild; c; c = c.nextSibling) walk(c, out, st);
+    }
+    if (link && st.links.length < opts.linkCap) {
+      const text = norm(out.slice(link.start).join('').replace(/\uE000[^\uE001]*\uE001/g, ' '));
+      if (text) {
+        let href = '';
+        try { href = new URL(el.getAttribute('href'), el.baseURI).href; } catch (e) { href = ''; }
+        st.links.push({ text: text.slice(0, 300), href });
+      }
+    }
+    if (s.display === 'table-cell') st.emit(out, ' ');
+    st.emit(out, brk);
+  };
+
+  const norm = (t) => t.replace(/[\s\u2029]+/g, ' ').trim();
+
+  const newState = (cap) => {
+    const st = { full: false, len: 0 };
+    st.emit = (out, t) => {
+      if (st.full || !t) return;
+      out.push(t);
+      st.len += t.length;
+      if (st.len > cap) st.full = true;
+    };
+    return st;
+  };
+
+  const visibleText = (el, cap) => {
+    const out = [];
+    walk(el, out, newState(cap || 2000));
+    return norm(out.join(''));
+  };
+
+  const main = newState(opts.textCap);
+  main.links = [];
+  main.frames = [];
+  main.structures = [];
+  const out = [];
+  walk(doc.body || root, out, main);
+  const text = out.join('')
+    .replace(/[ \t\f\v\u00a0]+/g, ' ')
+    .replace(/ *([\n\u2029]) */g, '$1')
+    .replace(/[\n\u2029]+/g, (m) => (m.includes('\u2029') ? '\n\n' : '\n'))
+    .trim();
+
+  const fields = [];
+  const add = (label, value) => {
+    if (fields.length >= opts.fieldCap) return;
+    label = (label || '').replace(/:\s*$/, '').slice(0, 200);
+    value = (value || '').slice(0, 2000);
+    if (label && value) fields.push({ label, value });
+  };
+  for (const el of main.structures) {
+    if (fields.length >= opts.fieldCap) break;
+    const tag = el.localName;
+    if (tag === 'dl') {
+      let labels = [];
+      let lastWasDt = false;
+      const items = [];
+      for (const c of el.children) {
+        if (c.localName === 'div') items.push(...c.children); else items.push(c);
+      }
+      for (const c of items) {
+        if (c.localName === 'dt') {
+          if (!lastWasDt) labels = [];
+          labels.push(visibleText(c, 300));
+          lastWasDt = true;
+        } else if (c.localName === 'dd') {
+          add(labels.filter(Boolean).join(' / '), visibleText(c));
+          lastWasDt = false;
+        }
+      }
+    } else if (tag === 'table') {
+      const rows = Array.from(el.rows || []);
+      let headers = null;
+      const cellsOf = (row) => Array.from(row.cells || []);
+      if (rows.length > 1 && cellsOf(rows[0]).length > 0 && cellsOf(rows[0]).every((c) => c.localName === 'th')) {
+        headers = [];
+        for (const c of cellsOf(rows[0])) for (let i = 0; i < (c.colSpan || 1); i++) headers.push(visibleText(c, 300));
+      }
+      for (const row of headers ? rows.slice(1) : rows) {
+        const cells = cellsOf(row);
+        let rowLabel = '';
+        let col = 0;
+        for (const c of cells) {
+          const span = c.colSpan || 1;
+          if (c.localName === 'th') {
+            rowLabel = visibleText(c, 300);
+          } else {
+            const colLabel = headers ? (headers[col] || '') : '';
+            let label = colLabel;
+            if (rowLabel && colLabel && colLabel !== rowLabel && col > 0) label = rowLabel + ' / ' + colLabel;
+            else if (!label) label = rowLabel;
+            add(label, visibleText(c));
+          }
+          col += span;
+        }
+      }
+    } else if (tag === 'label') {
+      // A label not tied to a form control, followed by its value.
+      if (el.control || el.querySelector('input,select,textarea,button')) continue;
+      const next = el.nextElementSibling;
+      if (next && !/^(input|select|textarea|button|label)$/.test(next.localName)) {
+        add(visibleText(el, 300), visibleText(next));
+      }
+    }
+  }
+
+  return {
+    url: String(location.href),
+    title: (doc.title || '').replace(/\s+/g, ' ').trim().slice(0, 300),
+    text,
+    links: main.links,
+    fields,
+    frames: main.frames,
+  };
+}

@@ -1,0 +1,241 @@
+package bridge
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// TestOpenRedirects opens redirect chains. Every hop is decided as a new navigation; a denied hop,
+// a chain over the hop cap and a loop stop before the next request, so the canary and the write
+// routes are never reached.
+func TestOpenRedirects(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	type want struct {
+		err       error // sentinel matched with errors.Is; nil for success
+		deniedHop int   // > 0: a *DeniedError for this hop
+		hops      int
+		statuses  []int
+		finalPath string // path the page ended at
+		text      string // text the page shows
+		notHit    string // path (with {key}) the site must never see
+	}
+	tests := []struct {
+		name    string
+		path    string // with {key}
+		control bool   // the chain reaches a leak in an unguarded browser
+		want    want
+	}{
+		{name: "2 allowed hops", path: "/hop/{key}/2",
+			want: want{hops: 2, statuses: []int{302, 302}, finalPath: "/hop/{key}/0", text: "Final page {key}"}},
+		{name: "5 allowed hops at the cap", path: "/hop/{key}/5",
+			want: want{hops: 5, finalPath: "/hop/{key}/0", text: "Final page {key}"}},
+		{name: "307 chain kept", path: "/hop/{key}/2?code=307",
+			want: want{hops: 2, statuses: []int{307, 307}, finalPath: "/hop/{key}/0?code=307", text: "Final page {key}"}},
+		{name: "308 chain kept", path: "/hop/{key}/2?code=308",
+			want: want{hops: 2, statuses: []int{308, 308}, finalPath: "/hop/{key}/0?code=308", text: "Final page {key}"}},
+		{name: "6 hops over the cap", path: "/hop/{key}/6",
+			want: want{err: ErrHopLimit, hops: 6, notHit: "/hop/{key}/0"}},
+		{name: "loop", path: "/loop/{key}/a",
+			want: want{err: ErrRedirectLoop, hops: 2}},
+		{name: "off-site hop", path: "/go/{key}/offsite", control: true,
+			want: want{deniedHop: 1, hops: 1}},
+		{name: "off-site after an allowed hop", path: "/go/{key}/offsite2", control: true,
+			want: want{deniedHop: 2, hops: 2}},
+		{name: "allowed hops end at a write route", path: "/go/{key}/chain-mut", control: true,
+			want: want{deniedHop: 3, hops: 3, notHit: "/records/{key}/delete"}},
+		{name: "307 off-site", path: "/go/{key}/t307", control: true,
+			want: want{deniedHop: 1, hops: 1}},
+		{name: "308 to a write route", path: "/go/{key}/t308", control: true,
+			want: want{deniedHop: 1, hops: 1, notHit: "/records/{key}/delete"}},
+	}
+	sub := func(s, k string) string { return strings.ReplaceAll(s, "{key}", k) }
+	controls := map[string]string{}
+	var wg sync.WaitGroup
+	for _, tt := range tests {
+		if tt.control {
+			ck := newKey()
+			controls[tt.name] = ck
+			wg.Go(func() { plainVisit(t, testFix.Site+sub(tt.path, ck)) })
+		}
+	}
+	keys := map[string]string{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := newKey()
+			keys[tt.name] = k
+			p, err := s.Open(ctxT(t), testFix.Site+sub(tt.path, k))
+			w := tt.want
+			switch {
+			case w.deniedHop > 0:
+				d, ok := IsDenied(err)
+				if !ok {
+					t.Fatalf("Open(%s): got err %v, want a denial at hop %d", tt.path, err, w.deniedHop)
+				}
+				if d.Hop != w.deniedHop {
+					t.Errorf("Open(%s): got denied hop %d, want %d", tt.path, d.Hop, w.deniedHop)
+				}
+			case w.err != nil:
+				if !errors.Is(err, w.err) {
+					t.Fatalf("Open(%s): got err %v, want %v", tt.path, err, w.err)
+				}
+			default:
+				if err != nil {
+					t.Fatalf("Open(%s): %v", tt.path, err)
+				}
+				if got, want := p.URL, testFix.Site+sub(w.finalPath, k); got != want {
+					t.Errorf("Open(%s) URL:\n\tgot  %s\n\twant %s", tt.path, got, want)
+				}
+				if !strings.Contains(p.Text, sub(w.text, k)) {
+					t.Errorf("Open(%s) Text: got %q, want it to contain %q", tt.path, p.Text, sub(w.text, k))
+				}
+				for i, h := range p.Hops {
+					if !h.Decision.Allowed() {
+						t.Errorf("hop %d %s -> %s: got %v, want allow", i+1, h.From, h.To, h.Decision.Verdict)
+					}
+				}
+			}
+			if len(p.Hops) != w.hops {
+				t.Errorf("Open(%s): got %d hops %+v, want %d", tt.path, len(p.Hops), p.Hops, w.hops)
+			}
+			if w.statuses != nil {
+				var got []int
+				for _, h := range p.Hops {
+					got = append(got, h.Status)
+				}
+				if !slices.Equal(got, w.statuses) {
+					t.Errorf("Open(%s) hop statuses: got %v, want %v", tt.path, got, w.statuses)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	settle()
+	for _, tt := range tests {
+		t.Run(tt.name+" leaks", func(t *testing.T) {
+			if ck, ok := controls[tt.name]; ok && leaks(ck) == 0 {
+				t.Fatalf("positive control: %s reached nothing unguarded; the case cannot fail", tt.path)
+			}
+			k := keys[tt.name]
+			if got := leaks(k); got != 0 {
+				t.Errorf("Open(%s): got %d leaks (%s), want 0", tt.path, got, leakReport(k))
+			}
+			if n := tt.want.notHit; n != "" && slices.Contains(testFix.siteN.Paths(k), "GET "+sub(n, k)) {
+				t.Errorf("Open(%s): the site saw %s, want never", tt.path, sub(n, k))
+			}
+		})
+	}
+}
+
+// TestOpenDeniedFirst checks that a denied URL fails with hop 0 before any browser work: no
+// request is made, by the bridge or the browser.
+func TestOpenDeniedFirst(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	before := len(s.Decisions())
+	k := newKey()
+	tests := []struct {
+		url, reason string
+	}{
+		{testFix.Canary + "/c/" + k + "/first", policy.ReasonPort},
+		{testFix.Site + "/records/" + k + "/delete", policy.ReasonWriteWord},
+		{testFix.Site + "/private/" + k, policy.ReasonNoRule},
+		{"file:///etc/passwd", policy.ReasonScheme},
+		{"javascript:alert(1)", policy.ReasonScheme},
+	}
+	for _, tt := range tests {
+		p, err := s.Open(ctxT(t), tt.url)
+		d, ok := IsDenied(err)
+		if !ok {
+			t.Errorf("Open(%s): got err %v, want a denial", tt.url, err)
+			continue
+		}
+		if d.Hop != 0 || d.Decision.Reason != tt.reason {
+			t.Errorf("Open(%s): got hop %d reason %q, want hop 0 reason %q", tt.url, d.Hop, d.Decision.Reason, tt.reason)
+		}
+		if p.URL != "" || p.Text != "" {
+			t.Errorf("Open(%s): got page %+v, want empty", tt.url, p)
+		}
+	}
+	if leaks(k)+testFix.siteN.Hits(k) != 0 {
+		t.Errorf("denied Opens reached a server: %s", leakReport(k))
+	}
+	for _, d := range s.Decisions()[before:] {
+		if d.ResourceType != "document" || d.Frame != FrameMain || d.Verdict != policy.Deny {
+			t.Errorf("got decision %+v after denied Opens, want only the Open denials", d)
+		}
+	}
+	if _, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrNoPage) {
+		t.Errorf("Read with no page: got %v, want ErrNoPage", err)
+	}
+}
+
+// TestDecisionHook checks the hook sees every decision: the Open, subresources allowed and
+// denied, with no query string.
+func TestDecisionHook(t *testing.T) {
+	t.Parallel()
+	var (
+		mu  sync.Mutex
+		got []RequestDecision
+	)
+	s := newSession(t, WithDecisionHook(func(d RequestDecision) {
+		mu.Lock()
+		got = append(got, d)
+		mu.Unlock()
+	}))
+	k := newKey()
+	if _, err := s.Open(ctxT(t), testFix.Site+"/p/"+k+"/basic.html?secret=hunter2"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var sawOpen, sawCSS bool
+	for _, d := range got {
+		if strings.Contains(d.URL, "?") || strings.Contains(d.URL, "hunter2") {
+			t.Errorf("decision URL %q carries a query", d.URL)
+		}
+		if d.URL == testFix.Site+"/p/"+k+"/basic.html" && d.Method == http.MethodGet && d.Verdict == policy.Allow {
+			sawOpen = true
+		}
+		if d.ResourceType == "stylesheet" && d.Verdict == policy.Allow {
+			sawCSS = true
+		}
+	}
+	if !sawOpen || !sawCSS {
+		t.Errorf("hook: got %+v, want the Open and the stylesheet allowed", got)
+	}
+}
+
+// TestSelfNavigation checks a page that replaces itself without a request (a blob: document) is
+// not read.
+func TestSelfNavigation(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/blob-nav.html")
+	if strings.Contains(p.Text, "SECRET-BLOB") {
+		t.Errorf("Open read the page's blob document: %q", p.Text)
+	}
+	if err == nil {
+		// The blob navigation may land after Open returned; then Read must refuse.
+		time.Sleep(300 * time.Millisecond)
+		if c, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrPageChanged) {
+			t.Errorf("Read after a blob navigation: got %q, %v, want ErrPageChanged", c.Text, err)
+		}
+	} else if !errors.Is(err, ErrPageChanged) {
+		t.Errorf("Open: got %v, want ErrPageChanged", err)
+	}
+	if _, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/blob-nav.html?late=1"); err != nil {
+		t.Fatalf("Open (late blob): %v", err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if c, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrPageChanged) {
+		t.Errorf("Read after a late blob navigation: got %q, %v, want ErrPageChanged", c.Text, err)
+	}
+}

@@ -1,0 +1,151 @@
+package bridge
+
+import "time"
+
+// Defaults of the limits an Option can change.
+const (
+	DefaultNavigationTimeout = 15 * time.Second
+	DefaultBodyCap           = 5 << 20 // bytes of one response body
+	DefaultFrameCap          = 16      // sub-frame navigations per opened page
+	DefaultChunkSize         = 8 << 10 // bytes of visible text per Read
+	DefaultTextCap           = 1 << 20 // bytes of visible text kept per page
+	DefaultLinkCap           = 500
+	DefaultFieldCap          = 500
+	DefaultSettle            = 150 * time.Millisecond
+	DefaultChromium          = "/usr/bin/chromium"
+	DefaultSystemDriverDir   = "/usr/lib/browser-agent/driver"
+)
+
+// Environment variables read when the matching Option is not given.
+const (
+	EnvDriverDir = "BROWSER_AGENT_DRIVER_DIR"
+	EnvChromium  = "BROWSER_AGENT_CHROMIUM"
+)
+
+// Option configures a Runtime or a Session.
+type Option func(*config)
+
+type proxyConfig struct {
+	server, username, password string
+}
+
+type config struct {
+	driverDir  string
+	chromium   string
+	logf       func(string, ...any)
+	hook       func(RequestDecision)
+	proxy      *proxyConfig
+	extraArgs  []string
+	navTimeout time.Duration
+	bodyCap    int64
+	frameCap   int
+	sessionTTL time.Duration
+	chunkSize  int
+	textCap    int
+	settle     time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		logf:       func(string, ...any) {},
+		navTimeout: DefaultNavigationTimeout,
+		bodyCap:    DefaultBodyCap,
+		frameCap:   DefaultFrameCap,
+		chunkSize:  DefaultChunkSize,
+		textCap:    DefaultTextCap,
+		settle:     DefaultSettle,
+	}
+}
+
+// WithDriverDir sets the Playwright driver directory (the one holding package/ and node). Without
+// it the bridge tries $BROWSER_AGENT_DRIVER_DIR, then driver/ in the current directory, the
+// executable's directory and their parents, then /usr/lib/browser-agent/driver.
+func WithDriverDir(dir string) Option { return func(c *config) { c.driverDir = dir } }
+
+// WithChromium sets the Chromium binary. Without it the bridge uses $BROWSER_AGENT_CHROMIUM, then
+// /usr/bin/chromium.
+func WithChromium(path string) Option { return func(c *config) { c.chromium = path } }
+
+// WithLogf sets the function diagnostic lines go to. Lines never carry page text or bodies.
+func WithLogf(f func(format string, args ...any)) Option {
+	return func(c *config) {
+		if f != nil {
+			c.logf = f
+		}
+	}
+}
+
+// WithDecisionHook sets a function called once for every request decision the session takes
+// (navigations, redirect hops, subresources, WebSockets, popups). It is called from the
+// browser's goroutines and must not block.
+func WithDecisionHook(f func(RequestDecision)) Option { return func(c *config) { c.hook = f } }
+
+// WithProxy sends the browser's launch and the bridge's own fetches through an HTTP proxy.
+// Without it the browser is launched against a refusing proxy of the bridge's own, so that any
+// request that escapes the route goes nowhere.
+func WithProxy(server, username, password string) Option {
+	return func(c *config) {
+		if server == "" {
+			c.proxy = nil
+			return
+		}
+		c.proxy = &proxyConfig{server: server, username: username, password: password}
+	}
+}
+
+// WithExtraArgs appends Chromium command-line switches to the launch.
+func WithExtraArgs(args ...string) Option {
+	return func(c *config) { c.extraArgs = append(c.extraArgs, args...) }
+}
+
+// WithNavigationTimeout bounds one Open (every hop and the browser's load) and one request's
+// fetch. Default 15 s.
+func WithNavigationTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.navTimeout = d
+		}
+	}
+}
+
+// WithBodyCap bounds the bytes read of one response body; longer bodies are cut and the page is
+// flagged Truncated. Default 5 MiB.
+func WithBodyCap(n int64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.bodyCap = n
+		}
+	}
+}
+
+// WithFrameCap bounds the sub-frame navigations allowed per opened page. Default 16.
+func WithFrameCap(n int) Option {
+	return func(c *config) {
+		if n >= 0 {
+			c.frameCap = n
+		}
+	}
+}
+
+// WithSessionTimeout stops the session's browser d after launch; every later call returns
+// ErrSessionExpired. Zero (the default) means no deadline.
+func WithSessionTimeout(d time.Duration) Option { return func(c *config) { c.sessionTTL = d } }
+
+// WithChunkSize sets the bytes of visible text returned per Read. Default 8 KiB.
+func WithChunkSize(n int) Option {
+	return func(c *config) {
+		if n >= 256 {
+			c.chunkSize = n
+		}
+	}
+}
+
+// WithSettle sets how long Open waits after the page's load event before it checks the page for
+// credential fields and reads it. Default 150 ms.
+func WithSettle(d time.Duration) Option {
+	return func(c *config) {
+		if d >= 0 {
+			c.settle = d
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package bridge
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// readAll reads every chunk of the open page.
+func readAll(t *testing.T, s *Session) string {
+	t.Helper()
+	var b strings.Builder
+	off := 0
+	for i := 0; ; i++ {
+		c, err := s.Read(ctxT(t), off)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		if c.Offset != off {
+			t.Fatalf("Read(%d): got Offset %d", off, c.Offset)
+		}
+		b.WriteString(c.Text)
+		if !c.More {
+			return b.String()
+		}
+		if c.Next <= off || i > 1000 {
+			t.Fatalf("Read(%d): Next %d does not advance", off, c.Next)
+		}
+		off = c.Next
+	}
+}
+
+// TestReaderHiddenText opens a page that hides text in every common way, and patches the main
+// world's style and geometry APIs so that a main-world reader would see it. Nothing hidden may
+// reach the output; everything visible must.
+func TestReaderHiddenText(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	k := newKey()
+	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+k+"/hidden.html")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	text := readAll(t, s)
+	if !strings.HasPrefix(text, p.Text) {
+		t.Errorf("Open's Text is not the first chunk of Read's")
+	}
+	links, err := s.Links(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields, err := s.Fields(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := p.Title + "\n" + text + fmt.Sprint(links) + fmt.Sprint(fields)
+	if secrets := regexp.MustCompile(`SECRET-\d+`).FindAllString(all, -1); len(secrets) > 0 {
+		t.Errorf("hidden text reached the reader: %v\ntext:\n%s", secrets, text)
+	}
+	for _, v := range []string{"01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12", "13", "14", "15", "16", "17"} {
+		if !strings.Contains(text, "VISIBLE-"+v) {
+			t.Errorf("visible text VISIBLE-%s missing from the reader's output", v)
+		}
+	}
+	var sawLink bool
+	for _, l := range links {
+		if strings.Contains(l.Text, "VISIBLE-10") && strings.HasSuffix(l.URL, "/records/9") && l.Allowed {
+			sawLink = true
+		}
+	}
+	if !sawLink {
+		t.Errorf("Links: got %+v, want the VISIBLE-10 link to /records/9 allowed", links)
+	}
+	if len(fields) == 0 || fields[0] != (Field{Label: "VISIBLE-12 term", Value: "VISIBLE-12 value"}) && !containsField(fields, Field{"VISIBLE-12 term", "VISIBLE-12 value"}) {
+		t.Errorf("Fields: got %+v, want the dl pair", fields)
+	}
+}
+
+func containsField(fs []Field, f Field) bool {
+	for _, g := range fs {
+		if g == f {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReaderPaging reads a page of about 100 KiB in chunks: the chunks join to the whole text, each
+// is at most the chunk size, and each is valid UTF-8.
+func TestReaderPaging(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, WithChunkSize(4096))
+	p, err := s.Open(ctxT(t), testFix.Site+"/big/"+newKey()+"?lines=1500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.More || p.Next == 0 || len(p.Text) > 4096 {
+		t.Fatalf("Open: got More %v Next %d len %d, want the first chunk of a long page", p.More, p.Next, len(p.Text))
+	}
+	var chunks []Chunk
+	for off := 0; ; {
+		c, err := s.Read(ctxT(t), off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks = append(chunks, c)
+		if len(c.Text) > 4096 || !utf8.ValidString(c.Text) {
+			t.Fatalf("chunk at %d: %d bytes, valid UTF-8 %v", off, len(c.Text), utf8.ValidString(c.Text))
+		}
+		if !c.More {
+			break
+		}
+		off = c.Next
+	}
+	var b strings.Builder
+	for _, c := range chunks {
+		b.WriteString(c.Text)
+	}
+	text := b.String()
+	for _, line := range []string{"line-00001 ", "line-00750 ", "line-01500 "} {
+		if !strings.Contains(text, line) {
+			t.Errorf("joined chunks miss %q", line)
+		}
+	}
+	if got := strings.Count(text, "line-"); got != 1500 {
+		t.Errorf("joined chunks: got %d lines, want 1500", got)
+	}
+	if _, err := s.Read(ctxT(t), len(text)+1); err == nil {
+		t.Errorf("Read past the end: got nil error")
+	}
+}
+
+// TestLinksAndFields reads the basic fixture's links, each decided by the policy, and its
+// labelled values; a form field's value never appears.
+func TestLinksAndFields(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	k := newKey()
+	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+k+"/basic.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Title != "Basic "+k || p.Status != 200 || len(p.Hops) != 0 || p.More {
+		t.Errorf("Open: got title %q status %d hops %d more %v", p.Title, p.Status, len(p.Hops), p.More)
+	}
+	links, err := s.Links(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLinks := []Link{
+		{N: 1, Text: "Record 17", URL: testFix.Site + "/records/17", Allowed: true, Reason: "allowed read route"},
+		{N: 2, Text: "Delete record", URL: testFix.Site + "/records/17/delete", Allowed: false, Reason: "write word in url"},
+		{N: 3, Text: "Elsewhere", URL: testFix.Canary + "/c/" + k + "/link", Allowed: false, Reason: "port not allowed"},
+	}
+	if fmt.Sprint(links) != fmt.Sprint(wantLinks) {
+		t.Errorf("Links:\n\tgot  %+v\n\twant %+v", links, wantLinks)
+	}
+	fields, err := s.Fields(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFields := []Field{{"Record", "SYN-0001"}, {"Status", "Active"}, {"Name", "Ada"}, {"City", "London"}, {"Owner", "Grace"}}
+	if fmt.Sprint(fields) != fmt.Sprint(wantFields) {
+		t.Errorf("Fields:\n\tgot  %+v\n\twant %+v", fields, wantFields)
+	}
+	text := readAll(t, s)
+	if strings.Contains(text+fmt.Sprint(fields), "prefilled-query") {
+		t.Errorf("a field's value reached the output")
+	}
+	for _, want := range []string{"Record overview", "Hello from the basic fixture.", "SYN-0001", "Ada London"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -1,0 +1,363 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// fetched is a final, non-redirect response fetched by the bridge.
+type fetched struct {
+	url       string // canonical URL of the final hop
+	status    int
+	header    http.Header
+	body      []byte
+	truncated bool
+	hops      []Hop
+}
+
+// fetcher makes the bridge's own requests: the browser never fetches a document or a
+// subresource itself. It never follows a redirect.
+type fetcher struct {
+	client *http.Client
+	tr     *http.Transport
+	cap    int64
+}
+
+func newFetcher(cfg config) (*fetcher, error) {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		return nil, err
+	}
+	tr := &http.Transport{
+		Proxy:                 nil, // never from the environment
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          32,
+		IdleConnTimeout:       30 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: cfg.navTimeout,
+	}
+	if cfg.proxy != nil {
+		pu, err := proxyURL(cfg.proxy)
+		if err != nil {
+			return nil, err
+		}
+		tr.Proxy = http.ProxyURL(pu)
+	}
+	return &fetcher{
+		tr:  tr,
+		cap: cfg.bodyCap,
+		client: &http.Client{
+			Transport:     tr,
+			Jar:           jar,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}, nil
+}
+
+func proxyURL(p *proxyConfig) (*url.URL, error) {
+	server := p.server
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("proxy %q: %w", p.server, err)
+	}
+	if p.username != "" {
+		u.User = url.UserPassword(p.username, p.password)
+	}
+	return u, nil
+}
+
+func (f *fetcher) close() { f.tr.CloseIdleConnections() }
+
+func isRedirect(status int) bool { return status >= 300 && status < 400 }
+
+// chain fetches rawURL, which the caller has already decided and found allowed, and every redirect
+// hop after it. Each Location is decided as a new GET navigation; a denied hop, a chain longer
+// than the policy's hop cap and a loop stop the chain before the next request is sent. Only a
+// final non-redirect response is returned. On error the returned fetched, when not nil, holds
+// the hops taken.
+func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, hdr http.Header, rtype, frame string) (*fetched, error) {
+	maxHops := s.pol.Limits().MaxRedirectHops
+	cur := rawURL
+	seen := map[string]bool{cur: true}
+	var hops []Hop
+	for {
+		if err := ctx.Err(); err != nil {
+			return &fetched{hops: hops}, err
+		}
+		resp, err := f.do(ctx, method, cur, hdr)
+		if err != nil {
+			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
+				Verdict: policy.Deny, Reason: ReasonFetchFailed})
+			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", redactURL(cur), err)
+		}
+		if !isRedirect(resp.StatusCode) {
+			body, truncated, err := readCapped(resp.Body, f.cap)
+			resp.Body.Close()
+			if err != nil {
+				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", redactURL(cur), err)
+			}
+			if method == http.MethodHead {
+				body = nil
+			}
+			return &fetched{url: cur, status: resp.StatusCode, header: resp.Header, body: body, truncated: truncated, hops: hops}, nil
+		}
+		loc := resp.Header.Get("Location")
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		resp.Body.Close()
+		n := len(hops) + 1
+		if loc == "" {
+			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: n,
+				Verdict: policy.Deny, Reason: ReasonRedirectNoLoc})
+			return &fetched{hops: hops}, fmt.Errorf("fetch %s: status %d %s", redactURL(cur), resp.StatusCode, ReasonRedirectNoLoc)
+		}
+		d, err := s.pol.DecideRedirect(cur, loc)
+		if err != nil {
+			return &fetched{hops: hops}, fmt.Errorf("redirect hop %d: policy: %w", n, err)
+		}
+		to := firstNonEmpty(d.URL, loc)
+		hops = append(hops, Hop{From: cur, To: to, Status: resp.StatusCode, Decision: d})
+		rd := RequestDecision{Method: method, URL: redactURL(to), ResourceType: rtype, Frame: frame, Hop: n,
+			Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason}
+		switch {
+		case !d.Allowed():
+			s.record(rd)
+			return &fetched{hops: hops}, &DeniedError{URL: to, Hop: n, Decision: d}
+		case n > maxHops:
+			rd.Verdict, rd.Reason = policy.Deny, ReasonHopLimit
+			s.record(rd)
+			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d to %s, cap %d", ErrHopLimit, n, redactURL(to), maxHops)
+		case seen[to]:
+			rd.Verdict, rd.Reason = policy.Deny, ReasonRedirectLoop
+			s.record(rd)
+			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d back to %s", ErrRedirectLoop, n, redactURL(to))
+		}
+		s.record(rd)
+		seen[to] = true
+		cur = to
+		if resp.StatusCode == http.StatusSeeOther || (method != http.MethodGet && method != http.MethodHead &&
+			(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound)) {
+			method = http.MethodGet
+		}
+	}
+}
+
+func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header) (*http.Response, error) {
+	if method != http.MethodGet && method != http.MethodHead {
+		// Unreachable: every caller decided the method first. Kept so that a future caller cannot
+		// send a write through the fetcher.
+		return nil, fmt.Errorf("method %s refused", method)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	return f.client.Do(req)
+}
+
+func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(b)) > limit {
+		return b[:limit], true, nil
+	}
+	return b, false, nil
+}
+
+// forwardHeaders are the browser's request headers the fetcher passes on.
+var forwardHeaders = []string{"accept", "accept-language", "user-agent", "referer", "origin"}
+
+// dropHeaders are response headers never handed to the browser: Refresh (a navigation the bridge
+// did not start), cookies (the fetcher keeps its own jar), reporting and preload hints (requests
+// the browser would send on its own), and framing the fetcher already undid.
+var dropHeaders = map[string]bool{
+	"refresh": true, "set-cookie": true, "set-cookie2": true, "link": true, "alt-svc": true,
+	"report-to": true, "reporting-endpoints": true, "nel": true, "content-security-policy-report-only": true,
+	"content-security-policy": true, "strict-transport-security": true, "content-length": true,
+	"content-encoding": true, "transfer-encoding": true, "connection": true, "keep-alive": true,
+	"content-disposition": true, "service-worker-allowed": true, "location": true,
+}
+
+// handleRoute decides every request the browser makes. Nothing is continued to the network: an
+// allowed request is fetched by the bridge (redirect hops decided) and fulfilled with the final
+// response; everything else is aborted before it leaves.
+func (s *Session) handleRoute(r playwright.Route) {
+	req := r.Request()
+	method, raw, rtype := req.Method(), req.URL(), req.ResourceType()
+	frame := FrameNone
+	fr := req.Frame()
+	nav := req.IsNavigationRequest()
+	switch {
+	case fr == nil && nav:
+		frame = FramePopup // a navigation whose frame does not exist yet: a new window
+	case fr != nil && fr.Page() != s.page:
+		frame = FramePopup
+	case fr != nil && fr.ParentFrame() == nil:
+		frame = FrameMain
+	case fr != nil:
+		frame = FrameSub
+	}
+	rd := RequestDecision{Method: method, URL: redactURL(raw), ResourceType: rtype, Frame: frame}
+	// A navigation aborted as "blocked by client" commits Chromium's error page in place of the
+	// document; "aborted" cancels it and leaves the current document as it was.
+	code := "blockedbyclient"
+	if nav {
+		code = "aborted"
+	}
+	abort := func() { _ = r.Abort(code) }
+	deny := func(reason string) {
+		rd.Verdict, rd.Reason = policy.Deny, reason
+		s.record(rd)
+		abort()
+	}
+	if s.usable() != nil {
+		deny(ReasonClosed)
+		return
+	}
+	if frame == FramePopup {
+		deny(ReasonPopup)
+		return
+	}
+	if nav && frame == FrameMain {
+		// The only main-frame navigation allowed is the one Open is making, once. Script
+		// navigation, meta refresh, form submission, reload and history traversal are aborted.
+		s.mu.Lock()
+		p := s.pending
+		ok := p != nil && !p.used && method == http.MethodGet && sameURL(raw, p.url)
+		if ok {
+			p.used = true
+		}
+		s.mu.Unlock()
+		if !ok {
+			deny(ReasonNotRequested)
+			return
+		}
+		rd.Verdict, rd.Reason = policy.Allow, "opened by the bridge"
+		s.record(rd)
+		s.fulfil(r, p.resp, rtype)
+		return
+	}
+	if nav && frame == FrameSub {
+		s.mu.Lock()
+		s.frameNavs++
+		over := s.frameNavs > s.cfg.frameCap
+		s.mu.Unlock()
+		if over {
+			deny(ReasonFrameCap)
+			return
+		}
+	}
+	d, err := s.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
+	rd.Verdict, rd.Rule, rd.Reason = d.Verdict, d.Rule, d.Reason
+	if err != nil || !d.Allowed() {
+		if err != nil {
+			rd.Reason = "policy error"
+		}
+		rd.Verdict = policy.Deny
+		s.record(rd)
+		abort()
+		return
+	}
+	s.record(rd)
+	ctx, cancel := s.requestContext()
+	defer cancel()
+	hdr := http.Header{}
+	for _, k := range forwardHeaders {
+		if v, ok := req.Headers()[k]; ok {
+			hdr.Set(k, v)
+		}
+	}
+	f, err := s.fetcher.chain(ctx, s, method, d.URL, hdr, rtype, frame)
+	if err != nil {
+		abort()
+		return
+	}
+	s.fulfil(r, f, rtype)
+}
+
+// fulfil hands a final response to the browser. A redirect status is never fulfilled: Chromium
+// would follow it where no route sees the next hop.
+func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
+	if f == nil || isRedirect(f.status) || f.status < 100 {
+		_ = r.Abort("blockedbyclient")
+		return
+	}
+	headers := map[string]string{}
+	for k, v := range f.header {
+		lk := strings.ToLower(k)
+		if dropHeaders[lk] {
+			continue
+		}
+		headers[lk] = strings.Join(v, ", ")
+	}
+	if headers["content-type"] == "" && rtype == "document" {
+		headers["content-type"] = "text/plain; charset=utf-8"
+	}
+	status := f.status
+	if err := r.Fulfill(playwright.RouteFulfillOptions{Status: &status, Headers: headers, Body: f.body}); err != nil {
+		s.cfg.logf("bridge: fulfil %s: %v", redactURL(f.url), err)
+	}
+}
+
+// handleWebSocket closes every WebSocket the page opens; the route never connects to a server.
+func (s *Session) handleWebSocket(ws playwright.WebSocketRoute) {
+	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(ws.URL()), ResourceType: "websocket", Frame: FrameNone,
+		Verdict: policy.Deny, Reason: ReasonWebSocket})
+	ws.Close(playwright.WebSocketRouteCloseOptions{Code: playwright.Int(1008), Reason: playwright.String("blocked by browser-agent")})
+}
+
+// handlePopup closes every page but the session's own. It closes from a goroutine: closing inside
+// the event handler hangs the driver connection.
+func (s *Session) handlePopup(p playwright.Page) {
+	if p == s.page {
+		return
+	}
+	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(p.URL()), ResourceType: "document", Frame: FramePopup,
+		Verdict: policy.Deny, Reason: ReasonPopup})
+	go func() { _ = p.Close() }()
+}
+
+// requestContext bounds one routed request's fetch by the navigation timeout and the session's
+// life.
+func (s *Session) requestContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.navTimeout)
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// sameURL compares two URLs as the policy canonicalizes them (fragment dropped).
+func sameURL(a, b string) bool {
+	ua, err := policy.ParseURL(a, "")
+	if err != nil {
+		return false
+	}
+	ub, err := policy.ParseURL(b, "")
+	if err != nil {
+		return false
+	}
+	return ua.String() == ub.String()
+}

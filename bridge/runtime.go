@@ -1,0 +1,264 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// DriverVersion is the playwright-core version the driver directory must hold; it is the one
+// playwright-go v0.6401.0 speaks to.
+const DriverVersion = "1.64.1"
+
+const setupHint = "run scripts/setup (or make setup)"
+
+// SetupError says what is missing to drive Chromium and how to install it. It matches ErrSetup.
+type SetupError struct {
+	What   string   // "playwright driver" or "chromium"
+	Looked []string // where the bridge looked
+	Err    error
+}
+
+func (e *SetupError) Error() string {
+	msg := fmt.Sprintf("%s not found", e.What)
+	if len(e.Looked) > 0 {
+		msg += " (looked in " + strings.Join(e.Looked, ", ") + ")"
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg + ": " + setupHint
+}
+
+// Unwrap lets errors.Is match ErrSetup and the underlying cause.
+func (e *SetupError) Unwrap() []error { return []error{ErrSetup, e.Err} }
+
+// Runtime is a running Playwright driver. Starting it is slow (a Node process), so one Runtime can
+// launch many Sessions, each with its own Chromium. It is safe for concurrent use.
+type Runtime struct {
+	cfg config
+	pw  *playwright.Playwright
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewRuntime finds the driver and Chromium and starts the driver. It never downloads anything.
+func NewRuntime(opts ...Option) (*Runtime, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	dir, err := findDriverDir(cfg.driverDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.driverDir = dir
+	if cfg.chromium, err = findChromium(cfg.chromium); err != nil {
+		return nil, err
+	}
+	w := &logWriter{logf: cfg.logf, prefix: "driver: "}
+	pw, err := playwright.Run(&playwright.RunOptions{
+		DriverDirectory:     dir,
+		SkipInstallBrowsers: true,
+		Verbose:             false,
+		Stdout:              w,
+		Stderr:              w,
+		// A Logger keeps playwright-go from redirecting the standard logger to Stderr.
+		Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return nil, &SetupError{What: "playwright driver", Looked: []string{dir}, Err: err}
+	}
+	cfg.logf("bridge: driver %s started from %s, chromium %s", DriverVersion, dir, cfg.chromium)
+	return &Runtime{cfg: cfg, pw: pw}, nil
+}
+
+// Close stops the driver. Sessions launched from the Runtime stop with it.
+func (rt *Runtime) Close() error {
+	rt.mu.Lock()
+	if rt.closed {
+		rt.mu.Unlock()
+		return nil
+	}
+	rt.closed = true
+	rt.mu.Unlock()
+	if err := rt.pw.Stop(); err != nil {
+		return fmt.Errorf("stop driver: %w", err)
+	}
+	return nil
+}
+
+// Launch launches a dedicated Chromium for one session.
+func (rt *Runtime) Launch(ctx context.Context, pol *policy.Policy, opts ...Option) (*Session, error) {
+	rt.mu.Lock()
+	closed := rt.closed
+	rt.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("launch: %w", ErrClosed)
+	}
+	cfg := rt.cfg
+	cfg.extraArgs = append([]string(nil), rt.cfg.extraArgs...)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.chromium != rt.cfg.chromium {
+		var err error
+		if cfg.chromium, err = findChromium(cfg.chromium); err != nil {
+			return nil, err
+		}
+	}
+	return launch(ctx, rt, pol, cfg)
+}
+
+// findDriverDir resolves the driver directory: the option, $BROWSER_AGENT_DRIVER_DIR, driver/ in
+// the current or the executable's directory or a parent of either, then the system directory.
+func findDriverDir(opt string) (string, error) {
+	var looked []string
+	try := func(dir string) (string, error, bool) {
+		if dir == "" {
+			return "", nil, false
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			abs = dir
+		}
+		looked = append(looked, abs)
+		if _, err := os.Stat(filepath.Join(abs, "package", "package.json")); err != nil {
+			return "", err, false
+		}
+		return abs, checkDriverDir(abs), true
+	}
+	explicit := []struct{ dir, what string }{{opt, "WithDriverDir"}, {os.Getenv(EnvDriverDir), "$" + EnvDriverDir}}
+	for _, e := range explicit {
+		if e.dir == "" {
+			continue
+		}
+		dir, err, ok := try(e.dir)
+		if !ok {
+			return "", &SetupError{What: "playwright driver", Looked: looked, Err: fmt.Errorf("%s: %w", e.what, err)}
+		}
+		if err != nil {
+			return "", &SetupError{What: "playwright driver", Looked: looked, Err: err}
+		}
+		return dir, nil
+	}
+	var starts []string
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, start := range starts {
+		for d := start; ; d = filepath.Dir(d) {
+			if dir, err, ok := try(filepath.Join(d, "driver")); ok {
+				if err != nil {
+					return "", &SetupError{What: "playwright driver", Looked: looked, Err: err}
+				}
+				return dir, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if dir, err, ok := try(DefaultSystemDriverDir); ok {
+		if err != nil {
+			return "", &SetupError{What: "playwright driver", Looked: looked, Err: err}
+		}
+		return dir, nil
+	}
+	return "", &SetupError{What: "playwright driver", Looked: looked}
+}
+
+// checkDriverDir checks the layout playwright.Run needs: package/cli.js of the pinned version and
+// a node binary (driver/node or $PLAYWRIGHT_NODEJS_PATH).
+func checkDriverDir(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "package", "cli.js")); err != nil {
+		return fmt.Errorf("driver incomplete: %w", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "package", "package.json"))
+	if err != nil {
+		return fmt.Errorf("driver incomplete: %w", err)
+	}
+	if !strings.Contains(string(data), `"version": "`+DriverVersion+`"`) {
+		return fmt.Errorf("driver in %s is not playwright-core %s", dir, DriverVersion)
+	}
+	node := os.Getenv("PLAYWRIGHT_NODEJS_PATH")
+	if node == "" {
+		node = filepath.Join(dir, "node")
+	}
+	if err := checkExecutable(node); err != nil {
+		return fmt.Errorf("node for the driver: %w", err)
+	}
+	return nil
+}
+
+// findChromium resolves the Chromium binary: the option, $BROWSER_AGENT_CHROMIUM, /usr/bin/chromium.
+func findChromium(opt string) (string, error) {
+	path := opt
+	if path == "" {
+		path = os.Getenv(EnvChromium)
+	}
+	if path == "" {
+		path = DefaultChromium
+	}
+	if err := checkExecutable(path); err != nil {
+		return "", &SetupError{What: "chromium", Looked: []string{path}, Err: err}
+	}
+	return path, nil
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}
+
+// logWriter turns the driver's output into logf lines.
+type logWriter struct {
+	logf   func(string, ...any)
+	prefix string
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if line := strings.TrimSpace(string(w.buf[:i])); line != "" {
+			w.logf("%s%s", w.prefix, line)
+		}
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > 64<<10 {
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+var _ io.Writer = (*logWriter)(nil)

@@ -1,0 +1,697 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/mxschmitt/playwright-go"
+)
+
+//go:embed js/init.js
+var initScript string
+
+// launchArgs are the Chromium switches of every session, on top of Playwright's defaults.
+var launchArgs = []string{
+	"--disable-background-networking",
+	"--disable-component-update",
+	"--disable-sync",
+	"--no-first-run",
+	"--disable-quic",
+	"--no-pings",
+	"--webrtc-ip-handling-policy=disable_non_proxied_udp",
+	"--force-webrtc-ip-handling-policy",
+	"--disable-domain-reliability",
+	"--dns-prefetch-disable",
+	"--no-service-autorun",
+	"--password-store=basic",
+	"--use-mock-keychain",
+	"--disable-default-apps",
+	"--deny-permission-prompts",
+}
+
+// Session is one guarded, dedicated Chromium with a fresh profile. Every request it makes is
+// decided by the policy; pages are read in an isolated world. Open, Read, Links, Fields and
+// Screenshot are serialized; Close may be called at any time, from any goroutine.
+type Session struct {
+	rt      *Runtime
+	ownRT   bool
+	pol     *policy.Policy
+	cfg     config
+	bctx    playwright.BrowserContext
+	page    playwright.Page
+	profile string
+	fetcher *fetcher
+	sink    *sink
+	world   string // name of the reader's isolated world
+	version string
+	pid     int
+	ua      string // the browser's User-Agent, sent on the bridge's own document fetches
+
+	done      chan struct{} // closed when the session closes
+	closeOnce sync.Once
+	closeErr  error
+	expired   atomic.Bool
+	timer     *time.Timer
+
+	op sync.Mutex // serializes the page operations
+
+	mu        sync.Mutex
+	pending   *pendingNav // the one main-frame navigation the bridge is opening
+	frameNavs int         // sub-frame navigations since the last Open
+	cur       *pageState
+	decisions []RequestDecision
+}
+
+type pendingNav struct {
+	url  string
+	resp *fetched
+	used bool
+}
+
+// pageState is what the session holds about the page it opened last.
+type pageState struct {
+	url       string
+	status    int
+	hops      []Hop
+	truncated bool
+	withheld  bool // a credential field was found: nothing from the page is returned
+	title     string
+	text      string
+	links     []Link
+	fields    []Field
+}
+
+// maxDecisions bounds the session's in-memory decision log.
+const maxDecisions = 4096
+
+// Launch starts a driver and one guarded Chromium for pol. Close stops both. To launch many
+// sessions, start one Runtime with NewRuntime and call its Launch.
+func Launch(ctx context.Context, pol *policy.Policy, opts ...Option) (*Session, error) {
+	rt, err := NewRuntime(opts...)
+	if err != nil {
+		return nil, err
+	}
+	s, err := rt.Launch(ctx, pol)
+	if err != nil {
+		_ = rt.Close()
+		return nil, err
+	}
+	s.ownRT = true
+	return s, nil
+}
+
+func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s *Session, err error) {
+	if pol == nil {
+		panic("bridge: Launch with a nil policy")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("launch: %w", err)
+	}
+	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8)}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+			s = nil
+		}
+	}()
+	if s.profile, err = os.MkdirTemp("", "browser-agent-profile-"); err != nil {
+		return s, fmt.Errorf("launch: profile: %w", err)
+	}
+	if s.fetcher, err = newFetcher(cfg); err != nil {
+		return s, fmt.Errorf("launch: %w", err)
+	}
+	proxy := &playwright.Proxy{}
+	if cfg.proxy != nil {
+		proxy.Server = cfg.proxy.server
+		if cfg.proxy.username != "" {
+			proxy.Username = playwright.String(cfg.proxy.username)
+			proxy.Password = playwright.String(cfg.proxy.password)
+		}
+	} else {
+		if s.sink, err = newSink(s.record, cfg.logf); err != nil {
+			return s, fmt.Errorf("launch: refusing proxy: %w", err)
+		}
+		proxy.Server = "http://" + s.sink.addr()
+	}
+	timeout := 60 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	args := append(append([]string(nil), launchArgs...), cfg.extraArgs...)
+	s.bctx, err = rt.pw.Chromium.LaunchPersistentContext(s.profile, playwright.BrowserTypeLaunchPersistentContextOptions{
+		ExecutablePath:  playwright.String(cfg.chromium),
+		Headless:        playwright.Bool(true),
+		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0), // Playwright adds --no-sandbox unless this is true
+		Args:            args,
+		Proxy:           proxy,
+		ServiceWorkers:  playwright.ServiceWorkerPolicyBlock,
+		AcceptDownloads: playwright.Bool(false),
+		DownloadsPath:   playwright.String(filepath.Join(s.profile, "downloads")),
+		ArtifactsDir:    playwright.String(filepath.Join(s.profile, "artifacts")),
+		Timeout:         playwright.Float(float64(timeout.Milliseconds())),
+		HandleSIGINT:    playwright.Bool(false),
+		HandleSIGTERM:   playwright.Bool(false),
+		HandleSIGHUP:    playwright.Bool(false),
+	})
+	if err != nil {
+		return s, fmt.Errorf("launch chromium %s: %w", cfg.chromium, err)
+	}
+	if err := s.verifyBrowser(ctx); err != nil {
+		return s, fmt.Errorf("launch: %w", err)
+	}
+	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(initScript)}); err != nil {
+		return s, fmt.Errorf("launch: init script: %w", err)
+	}
+	all := func(string) bool { return true }
+	if err := s.bctx.Route(all, s.handleRoute); err != nil {
+		return s, fmt.Errorf("launch: route: %w", err)
+	}
+	if err := s.bctx.RouteWebSocket(all, s.handleWebSocket); err != nil {
+		return s, fmt.Errorf("launch: websocket route: %w", err)
+	}
+	if pages := s.bctx.Pages(); len(pages) > 0 {
+		s.page = pages[0]
+		for _, p := range pages[1:] {
+			go func() { _ = p.Close() }()
+		}
+	} else if s.page, err = s.bctx.NewPage(); err != nil {
+		return s, fmt.Errorf("launch: page: %w", err)
+	}
+	s.bctx.OnPage(s.handlePopup)
+	s.bctx.SetDefaultNavigationTimeout(float64(cfg.navTimeout.Milliseconds()))
+	s.bctx.SetDefaultTimeout(float64(cfg.navTimeout.Milliseconds()))
+	if cfg.sessionTTL > 0 {
+		s.timer = time.AfterFunc(cfg.sessionTTL, func() {
+			s.expired.Store(true)
+			s.cfg.logf("bridge: session deadline passed, closing the browser")
+			_ = s.Close()
+		})
+	}
+	cfg.logf("bridge: launched chromium %s pid %d, profile %s", s.version, s.pid, s.profile)
+	return s, nil
+}
+
+// verifyBrowser checks that the browser behind the context is the one this session launched: the
+// browser process reported over CDP must be a descendant of this process and run with this
+// session's fresh user data directory. The bridge never attaches to a browser it did not launch.
+func (s *Session) verifyBrowser(ctx context.Context) error {
+	b := s.bctx.Browser()
+	if b == nil {
+		return fmt.Errorf("%w: no browser behind the context", ErrNotLaunched)
+	}
+	s.version = b.Version()
+	if s.version == "" {
+		return fmt.Errorf("%w: browser reports no version", ErrNotLaunched)
+	}
+	cdp, err := b.NewBrowserCDPSession()
+	if err != nil {
+		return fmt.Errorf("%w: browser session: %w", ErrNotLaunched, err)
+	}
+	defer func() { _ = cdp.Detach() }()
+	var info struct {
+		ProcessInfo []struct {
+			Type string `json:"type"`
+			ID   int    `json:"id"`
+		} `json:"processInfo"`
+	}
+	if err := cdpCall(ctx, cdp, "SystemInfo.getProcessInfo", nil, &info); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotLaunched, err)
+	}
+	var ver struct {
+		UserAgent string `json:"userAgent"`
+	}
+	if err := cdpCall(ctx, cdp, "Browser.getVersion", nil, &ver); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotLaunched, err)
+	}
+	s.ua = ver.UserAgent
+	for _, p := range info.ProcessInfo {
+		if p.Type == "browser" {
+			s.pid = p.ID
+		}
+	}
+	if s.pid <= 0 {
+		return fmt.Errorf("%w: no browser process reported", ErrNotLaunched)
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		s.cfg.logf("bridge: no /proc, browser pid %d not checked", s.pid)
+		return nil
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.pid))
+	if err != nil {
+		return fmt.Errorf("%w: pid %d: %w", ErrNotLaunched, s.pid, err)
+	}
+	if !strings.Contains(string(cmdline), "--user-data-dir="+s.profile+"\x00") {
+		return fmt.Errorf("%w: pid %d does not use this session's profile", ErrNotLaunched, s.pid)
+	}
+	if !isDescendant(s.pid, os.Getpid()) {
+		return fmt.Errorf("%w: pid %d is not a child of this process", ErrNotLaunched, s.pid)
+	}
+	return nil
+}
+
+// isDescendant reports whether pid has ancestor among its parents (Linux /proc).
+func isDescendant(pid, ancestor int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// Fields after the command name, which is in parentheses and may hold spaces.
+		rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return false
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			return false
+		}
+		if ppid == ancestor {
+			return true
+		}
+		pid = ppid
+	}
+	return false
+}
+
+// Version is the launched Chromium's version.
+func (s *Session) Version() string { return s.version }
+
+// Decisions returns a copy of the session's request decisions, oldest first (at most the last
+// 4096).
+func (s *Session) Decisions() []RequestDecision {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]RequestDecision(nil), s.decisions...)
+}
+
+func (s *Session) record(d RequestDecision) {
+	if d.Time.IsZero() {
+		d.Time = time.Now()
+	}
+	s.mu.Lock()
+	if len(s.decisions) >= maxDecisions {
+		s.decisions = append(s.decisions[:0], s.decisions[len(s.decisions)-maxDecisions/2:]...)
+	}
+	s.decisions = append(s.decisions, d)
+	s.mu.Unlock()
+	if d.Verdict != policy.Allow {
+		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, d.URL, d.Frame, d.Reason)
+	}
+	if s.cfg.hook != nil {
+		s.cfg.hook(d)
+	}
+}
+
+// usable reports why the session cannot be used, or nil.
+func (s *Session) usable() error {
+	if s.expired.Load() {
+		return ErrSessionExpired
+	}
+	select {
+	case <-s.done:
+		return ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Open decides url and, when it is allowed, fetches it hop by hop (deciding every redirect as a
+// new navigation), hands the final response to the browser and reads the page. A denial of url
+// itself is a *DeniedError with Hop 0 and happens before any browser work. A page with a
+// credential field returns only URL and Status, and ErrCredentialRequired.
+func (s *Session) Open(ctx context.Context, url string) (Page, error) {
+	if err := s.usable(); err != nil {
+		return Page{}, fmt.Errorf("open: %w", err)
+	}
+	d, err := s.pol.Decide(policy.DecideArgs{Method: http.MethodGet, URL: url})
+	if err != nil {
+		return Page{}, fmt.Errorf("open %s: policy: %w", redactURL(url), err)
+	}
+	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(firstNonEmpty(d.URL, url)), ResourceType: "document",
+		Frame: FrameMain, Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason})
+	if !d.Allowed() {
+		return Page{}, &DeniedError{URL: firstNonEmpty(d.URL, url), Hop: 0, Decision: d}
+	}
+	s.op.Lock()
+	defer s.op.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
+	defer cancel()
+
+	s.mu.Lock()
+	s.cur = nil
+	s.mu.Unlock()
+
+	f, err := s.fetcher.chain(ctx, s, http.MethodGet, d.URL, documentHeaders(s.ua), "document", FrameMain)
+	if err != nil {
+		p := Page{URL: d.URL}
+		if f != nil {
+			p.Hops = f.hops
+		}
+		return p, fmt.Errorf("open %s: %w", redactURL(d.URL), err)
+	}
+	page := Page{URL: f.url, Status: f.status, Hops: f.hops, Truncated: f.truncated}
+	if !readableType(f.header.Get("Content-Type")) {
+		return page, fmt.Errorf("open %s: %w: %q", redactURL(f.url), ErrUnsupportedContent, f.header.Get("Content-Type"))
+	}
+
+	s.mu.Lock()
+	s.pending = &pendingNav{url: f.url, resp: f}
+	s.frameNavs = 0
+	s.mu.Unlock()
+	_, gerr := s.page.Goto(f.url, playwright.PageGotoOptions{
+		Timeout:   playwright.Float(msUntil(deadlineOf(ctx))),
+		WaitUntil: playwright.WaitUntilStateCommit,
+	})
+	if gerr == nil {
+		// A navigation the page starts while it loads (an auto-submitted form, say) is aborted,
+		// and the document's load event may then never come: wait for it a bounded time only.
+		wait := min(time.Until(deadlineOf(ctx)), maxLoadWait)
+		if err := s.page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{
+			State: playwright.LoadStateLoad, Timeout: playwright.Float(float64(max(wait, time.Millisecond).Milliseconds())),
+		}); err != nil {
+			s.cfg.logf("bridge: %s: no load event after %v, reading it as it is", redactURL(f.url), wait)
+		}
+	}
+	s.mu.Lock()
+	used := s.pending != nil && s.pending.used
+	s.pending = nil
+	s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return page, fmt.Errorf("open: %w", err)
+	}
+	if gerr != nil {
+		return page, fmt.Errorf("open %s: page load error: %w", redactURL(f.url), gerr)
+	}
+	if !used {
+		return page, fmt.Errorf("open %s: the browser did not load the bridge's response", redactURL(f.url))
+	}
+	if err := sleepCtx(ctx, s.cfg.settle); err != nil {
+		return page, fmt.Errorf("open %s: %w", redactURL(f.url), err)
+	}
+
+	st := &pageState{url: f.url, status: f.status, hops: f.hops, truncated: f.truncated}
+	cred, murl, err := s.scanCredentials(ctx)
+	if err != nil {
+		return page, fmt.Errorf("open %s: credential scan: %w", redactURL(f.url), err)
+	}
+	if !sameOrigin(murl, f.url) || !sameOrigin(s.page.URL(), f.url) {
+		return page, fmt.Errorf("open %s: %w", redactURL(f.url), ErrPageChanged)
+	}
+	if cred != "" {
+		st.withheld = true
+		s.setCur(st)
+		s.cfg.logf("bridge: %s withheld: %s", redactURL(f.url), cred)
+		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", redactURL(f.url), ErrCredentialRequired)
+	}
+	snap, err := s.snapshot(ctx, f.url)
+	if err != nil {
+		return page, fmt.Errorf("open %s: read: %w", redactURL(f.url), err)
+	}
+	st.title, st.text, st.links, st.fields = snap.title, snap.text, snap.links, snap.fields
+	s.setCur(st)
+	c := chunkOf(st.text, 0, s.cfg.chunkSize)
+	page.Title = st.title
+	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
+	return page, nil
+}
+
+func (s *Session) setCur(st *pageState) {
+	s.mu.Lock()
+	s.cur = st
+	s.mu.Unlock()
+}
+
+// current returns the open page after checking, again, that it holds no credential field (fields
+// can be added at any time after load). A page once found with one stays withheld.
+func (s *Session) current(ctx context.Context) (*pageState, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	st := s.cur
+	s.mu.Unlock()
+	if st == nil {
+		return nil, ErrNoPage
+	}
+	if st.withheld {
+		return nil, ErrCredentialRequired
+	}
+	cred, murl, err := s.scanCredentials(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("credential scan: %w", err)
+	}
+	if !sameOrigin(murl, st.url) || !sameOrigin(s.page.URL(), st.url) {
+		return nil, ErrPageChanged
+	}
+	if cred != "" {
+		s.mu.Lock()
+		st.withheld = true
+		st.title, st.text, st.links, st.fields = "", "", nil, nil
+		s.mu.Unlock()
+		s.cfg.logf("bridge: %s withheld: %s", redactURL(st.url), cred)
+		return nil, ErrCredentialRequired
+	}
+	return st, nil
+}
+
+// sameOrigin reports whether the document at u is an http(s) document of opened's origin. Every
+// network navigation the bridge did not start is aborted, but a page can still replace itself
+// without a request (blob:, data:, about:blank); history.pushState stays on the origin.
+func sameOrigin(u, opened string) bool {
+	cur, err := policy.ParseURL(u, "")
+	if err != nil {
+		return false
+	}
+	want, err := policy.ParseURL(opened, "")
+	if err != nil {
+		return false
+	}
+	return (cur.Scheme() == "http" || cur.Scheme() == "https") && cur.Origin() == want.Origin()
+}
+
+// Read returns the chunk of the page's visible text that starts at offset (a byte offset, as
+// returned in Next).
+func (s *Session) Read(ctx context.Context, offset int) (Chunk, error) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
+	defer cancel()
+	st, err := s.current(ctx)
+	if err != nil {
+		return Chunk{}, fmt.Errorf("read: %w", err)
+	}
+	if offset < 0 || offset > len(st.text) {
+		return Chunk{}, fmt.Errorf("read: offset %d outside the page's %d bytes of text", offset, len(st.text))
+	}
+	return chunkOf(st.text, offset, s.cfg.chunkSize), nil
+}
+
+// Links returns the visible links of the page, resolved and decided by the policy.
+func (s *Session) Links(ctx context.Context) ([]Link, error) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
+	defer cancel()
+	st, err := s.current(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("links: %w", err)
+	}
+	return append([]Link(nil), st.links...), nil
+}
+
+// Fields returns the visible labelled values of the page (dl/dt/dd, table headers and cells,
+// label and value). Form fields are never read.
+func (s *Session) Fields(ctx context.Context) ([]Field, error) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
+	defer cancel()
+	st, err := s.current(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fields: %w", err)
+	}
+	return append([]Field(nil), st.fields...), nil
+}
+
+// Screenshot returns a PNG of the current page's viewport. A page with a credential field is not
+// shot.
+func (s *Session) Screenshot(ctx context.Context) ([]byte, error) {
+	s.op.Lock()
+	defer s.op.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
+	defer cancel()
+	if _, err := s.current(ctx); err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	png, err := s.page.Screenshot(playwright.PageScreenshotOptions{
+		Type:    playwright.ScreenshotTypePng,
+		Timeout: playwright.Float(msUntil(deadlineOf(ctx))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("screenshot: %w", err)
+	}
+	return png, nil
+}
+
+// Close stops the session's browser, removes its profile and, when the session was started with
+// the package's Launch, stops the driver. It is safe to call more than once.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+		var errs []error
+		if s.bctx != nil {
+			if err := s.bctx.Close(); err != nil && !errors.Is(err, playwright.ErrTargetClosed) {
+				errs = append(errs, fmt.Errorf("close browser: %w", err))
+			}
+		}
+		if s.sink != nil {
+			if err := s.sink.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close refusing proxy: %w", err))
+			}
+		}
+		if s.fetcher != nil {
+			s.fetcher.close()
+		}
+		if s.profile != "" {
+			if err := os.RemoveAll(s.profile); err != nil {
+				errs = append(errs, fmt.Errorf("remove profile: %w", err))
+			}
+		}
+		if s.ownRT && s.rt != nil {
+			if err := s.rt.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// chunkOf cuts text into a window of at most size bytes starting at offset, ending on a rune
+// boundary and, when one is near, after a line break or space.
+func chunkOf(text string, offset, size int) Chunk {
+	for offset < len(text) && offset > 0 && !runeStart(text[offset]) {
+		offset++
+	}
+	if offset >= len(text) {
+		return Chunk{Offset: offset, Next: len(text)}
+	}
+	end := offset + size
+	if end >= len(text) {
+		return Chunk{Text: text[offset:], Offset: offset, Next: len(text)}
+	}
+	for end > offset && !runeStart(text[end]) {
+		end--
+	}
+	if cut := strings.LastIndexAny(text[offset:end], "\n "); cut > size/2 {
+		end = offset + cut + 1
+	}
+	return Chunk{Text: text[offset:end], Offset: offset, Next: end, More: true}
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// readableType reports whether a final response is a document the bridge hands to the browser.
+func readableType(ct string) bool {
+	if ct == "" {
+		return true // the fulfilled response gets text/plain
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	switch {
+	case mt == "text/html", mt == "application/xhtml+xml", mt == "text/plain", mt == "application/json",
+		mt == "text/xml", mt == "application/xml", strings.HasSuffix(mt, "+json"), strings.HasSuffix(mt, "+xml"):
+		return true
+	}
+	return false
+}
+
+func documentHeaders(ua string) http.Header {
+	h := http.Header{}
+	if ua != "" {
+		h.Set("User-Agent", ua)
+	}
+	h.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+	h.Set("Accept-Language", "en-US,en;q=0.9")
+	return h
+}
+
+// maxLoadWait bounds the wait for a committed document's load event.
+const maxLoadWait = 5 * time.Second
+
+func msUntil(t time.Time) float64 {
+	return float64(max(time.Until(t), time.Millisecond).Milliseconds())
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return time.Now().Add(DefaultNavigationTimeout)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// redactURL keeps scheme, host, port and path of a URL: no userinfo, query or fragment.
+func redactURL(raw string) string {
+	if u, err := policy.ParseURL(raw, ""); err == nil && (u.Scheme() == "http" || u.Scheme() == "https" || u.Scheme() == "ws" || u.Scheme() == "wss") {
+		return u.Origin() + u.Path()
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	if i := strings.Index(raw, "://"); i >= 0 {
+		if at := strings.LastIndexByte(raw[i+3:], '@'); at >= 0 && !strings.Contains(raw[i+3:i+3+at], "/") {
+			raw = raw[:i+3] + raw[i+3+at+1:]
+		}
+	}
+	if len(raw) > 200 {
+		raw = raw[:200]
+	}
+	return raw
+}

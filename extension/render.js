@@ -1,0 +1,134 @@
+// render.js builds the DOM of steps and results for the live-demo page and the Chrome side panel.
+// The side panel ships an identical copy (extension/render.js); a test keeps them equal.
+// Everything from the server is set with textContent, never as HTML.
+
+export function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(typeof c === "string" ? document.createTextNode(c) : c);
+  }
+  return e;
+}
+
+const STATUS = {
+  answered: "Answered",
+  uncertain: "Uncertain: sources conflict",
+  blocked: "Blocked",
+  human_action_required: "Human action required",
+  rejected: "Rejected",
+  error: "Error",
+};
+
+export function statusLabel(status) {
+  return STATUS[status] || String(status);
+}
+
+export function statusBadge(status) {
+  return el("span", { class: "status status-" + String(status).replace(/[^a-z_]/g, ""), "data-status": status, text: statusLabel(status) });
+}
+
+export function fmtTime(iso) {
+  const d = new Date(iso);
+  if (isNaN(d.getTime())) return String(iso || "");
+  return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+// stepItem is one row of the step stream: number, tool, target, verdict, reason. Denials stand out.
+export function stepItem(s) {
+  const deny = s.verdict !== "allow";
+  return el("li", { class: "step " + (deny ? "deny" : "allow"), "data-verdict": s.verdict, "data-tool": s.tool },
+    el("span", { class: "step-n", text: String(s.n) }),
+    el("span", { class: "step-main" },
+      el("span", { class: "step-tool", text: s.tool }),
+      s.url ? el("code", { class: "step-url", text: s.url, title: s.url }) : null,
+      el("span", { class: "step-reason" },
+        el("span", { class: "verdict " + (deny ? "verdict-deny" : "verdict-allow"), text: deny ? "denied" : "allowed" }),
+        " " + (s.reason || ""),
+        s.layer ? el("span", { class: "step-layer", text: " · " + s.layer }) : null,
+        s.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null)));
+}
+
+// resultView renders a run's result: status, reason, fields, sources with retrieval times, and
+// conflicting values side by side.
+export function resultView(res, info) {
+  const box = el("div", { class: "result-view", "data-status": res.status });
+  box.append(el("p", { class: "result-status" }, statusBadge(res.status), " ", el("span", { class: "result-reason", text: res.reason })));
+  if (res.status === "human_action_required") {
+    box.append(el("p", { class: "hint", text: "The agent stopped at a sign-in form and read nothing from it. In a deployment a person signs in through the live view and the agent continues; the public demo does not hand off." }));
+  }
+  if (res.note) {
+    box.append(el("p", { class: "note" }, el("strong", { text: "Model said: " }), res.note));
+  }
+  if (res.fields && res.fields.length) {
+    const dl = el("dl", { class: "fields" });
+    for (const f of res.fields) dl.append(el("dt", { text: f.label }), el("dd", { text: f.value }));
+    box.append(el("h4", { text: "Fields" }), dl);
+  }
+  if (res.conflicts && res.conflicts.length) {
+    box.append(el("h4", { text: "Conflicting values" }));
+    for (const c of res.conflicts) {
+      const t = el("table", { class: "conflict" });
+      const head = el("tr", {}, el("th", { text: c.label }));
+      const row = el("tr", {}, el("th", { text: "value" }));
+      for (const v of c.values) {
+        head.append(el("th", {}, el("code", { text: v.url, title: v.url })));
+        row.append(el("td", { text: v.value }));
+      }
+      t.append(el("thead", {}, head), el("tbody", {}, row));
+      box.append(el("div", { class: "conflict-wrap" }, t));
+    }
+  }
+  if (res.sources && res.sources.length) {
+    const ul = el("ul", { class: "sources" });
+    for (const s of res.sources) {
+      ul.append(el("li", {},
+        el("code", { text: s.url }),
+        el("span", { class: "retrieved", text: " retrieved " + fmtTime(s.retrieved_at) }),
+        s.cited ? el("span", { class: "tag", text: "cited" }) : null));
+    }
+    box.append(el("h4", { text: "Sources" }), ul);
+  }
+  if (res.simulated) {
+    box.append(el("p", { class: "hint simulated-note", text: "Simulated: one scripted tool call was substituted for the model's turn, because a real model refuses it; the policy's decision on it is real." }));
+  }
+  const rec = info && info.recorded;
+  const meta = ["model " + (res.model || "?"), (res.steps || []).length + " steps"];
+  if (res.usage && res.usage.cost_usd) meta.push("$" + res.usage.cost_usd.toFixed(4));
+  if (res.run_id) meta.push("audit run " + res.run_id);
+  if (rec) meta.push("recorded " + fmtTime(rec.recorded_at));
+  box.append(el("p", { class: "meta", text: meta.join(" · ") }));
+  return box;
+}
+
+// recordedText labels a recorded run.
+export function recordedText(rec) {
+  let t = "Recorded run: live runs are paused (" + rec.why + "). ";
+  if (rec.preset) {
+    t += "This is a real run recorded " + fmtTime(rec.recorded_at) + " with model " + rec.model + " in " + rec.browser + ".";
+    if (rec.other_task) t += " It is the recording of \u201c" + rec.task + "\u201d, not of your task.";
+  }
+  return t;
+}
+
+export const SIMULATED_TEXT = "Simulated preset: a real model refuses this, so one scripted tool call is substituted for its turn to show the policy blocking it. The decision is real.";
+
+// apiError turns a failed response into a message for a person.
+export async function apiError(resp) {
+  let msg = "HTTP " + resp.status;
+  try {
+    const j = await resp.json();
+    if (j && j.error) msg = j.error;
+  } catch (e) { /* not JSON */ }
+  if (resp.status === 429) {
+    const after = resp.headers.get("Retry-After");
+    if (after && !/try again/.test(msg)) msg += "; try again in " + after + " s";
+  }
+  return msg;
+}

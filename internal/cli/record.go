@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/web"
+)
+
+// DefaultRecordDir is where "browser-agent record" writes without --out: the files "serve" embeds.
+const DefaultRecordDir = "web/recorded"
+
+// recordCmd is "browser-agent record [flags]": run presets with the configured model and write
+// each as a recorded run (result, step timeline, frames) for "serve" to play when live runs are
+// paused.
+func recordCmd(e *env, args []string) error {
+	fs := newFlags(e, "record", "[--out DIR] [--model M] [--policy FILE] [--db FILE] [--preset NAME]... [--no-frames]")
+	out := fs.String("out", DefaultRecordDir, "directory to write PRESET.json files to")
+	polFile := fs.String("policy", "", "policy file (default: start the embedded demo site and use its policy)")
+	modelSpec := fs.String("model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
+	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	noFrames := fs.Bool("no-frames", false, "record no screenshots of the agent's browser")
+	var names listFlag
+	fs.Var(&names, "preset", "record only this preset (repeatable; default: all five)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	var presets []coordinator.Preset
+	if len(names) == 0 {
+		presets = coordinator.Presets()
+	}
+	for _, n := range names {
+		p, ok := coordinator.PresetByName(n)
+		if !ok {
+			return usageError("unknown preset %q; presets: %s", n, strings.Join(presetNames(), ", "))
+		}
+		presets = append(presets, p)
+	}
+	kind, arg, err := parseModelSpec(*modelSpec)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(*out); err != nil || !fi.IsDir() {
+		return usageError("--out %s is not a directory", *out)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	dbPath := *dbFile
+	if dbPath == "" {
+		dbPath = audit.DefaultPath()
+	}
+	store, err := audit.Open(dbPath)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	var pol *policy.Policy
+	if *polFile == "" {
+		srv, err := startDemo(ctx)
+		if err != nil {
+			return fmt.Errorf("start the demo site: %w", err)
+		}
+		defer srv.Close()
+		fmt.Fprintf(e.stderr, "demo site at %s\n", srv.URL)
+		if pol, err = loadPolicy("", srv.URL); err != nil {
+			return err
+		}
+	} else if pol, err = policy.Load(*polFile); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+	if _, err := buildModel(kind, arg, pol); err != nil {
+		return &ExitError{Code: ExitUsage, Err: err}
+	}
+
+	var failed []string
+	for _, p := range presets {
+		rec := web.Capture(ctx, web.RunSpec{
+			Policy: pol, Task: p.Task, Preset: p, ModelName: *modelSpec,
+			Model: func() (coordinator.Model, error) { return buildModel(kind, arg, pol) },
+			Launch: func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+				return launchBrowser(ctx, pol)
+			},
+			Options: []coordinator.Option{coordinator.WithRecorder(auditRecorder{store})},
+			Frames:  !*noFrames,
+		})
+		frames := 0
+		for _, m := range rec.Timeline {
+			if m.Frame != nil {
+				frames++
+			}
+		}
+		res := rec.Result
+		if res.Status != p.Expect {
+			fmt.Fprintln(e.stderr, printable(fmt.Sprintf("record %s: ended %s (%s), want %s: not written", p.Name, res.Status, res.Reason, p.Expect)))
+			failed = append(failed, p.Name)
+			continue
+		}
+		data, err := web.MarshalRecording(rec)
+		if err != nil {
+			return fmt.Errorf("record %s: %w", p.Name, err)
+		}
+		path := filepath.Join(*out, p.Name+".json")
+		if err := writeFileAtomic(path, data); err != nil {
+			return fmt.Errorf("record %s: %w", p.Name, err)
+		}
+		fmt.Fprintln(e.stdout, printable(fmt.Sprintf("%s: %s, %d steps, %d frames, model %s, %s -> %s", p.Name, res.Status, len(res.Steps), frames, res.Model, rec.Browser, path)))
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("not recorded (unexpected status): %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same directory.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

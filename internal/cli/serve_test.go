@@ -1,0 +1,262 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/web"
+)
+
+// fakeBrowser makes every run drive the HTTP fake browser instead of Chromium.
+func fakeBrowser(t *testing.T) {
+	t.Helper()
+	old := launchBrowser
+	launchBrowser = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		b := browsertest.NewHTTP(pol)
+		return b, b, nil
+	}
+	t.Cleanup(func() { launchBrowser = old })
+	t.Setenv("BROWSER_AGENT_DB", filepath.Join(t.TempDir(), "default-audit.db"))
+}
+
+// lockedBuffer is a bytes.Buffer safe for a command running in another goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestServeUsage(t *testing.T) {
+	fakeBrowser(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad trusted proxy", []string{"--trusted-proxy", "10.0.0.0/33"}, "--trusted-proxy"},
+		{"trusted proxy not an address", []string{"--trusted-proxy", "proxy.example"}, "not an address or CIDR"},
+		{"origin with a path", []string{"--allow-origin", "chrome-extension://abc/sidepanel.html"}, "give an origin"},
+		{"origin with a trailing slash", []string{"--allow-origin", "https://example.com/"}, "trailing slash"},
+		{"no runs per hour", []string{"--runs-per-hour", "0"}, "--runs-per-hour"},
+		{"negative spend", []string{"--daily-spend", "-1"}, "--daily-spend"},
+		{"negative queue", []string{"--queue", "-1"}, "--queue"},
+		{"unknown model", []string{"--model", "gpt"}, "unknown --model"},
+		{"unapproved model", []string{"--model", "openai:not-approved", "--db", filepath.Join(t.TempDir(), "a.db")}, "not-approved"},
+		{"extra argument", []string{"now"}, "unexpected argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, tt.args...)...)
+			if code != ExitUsage || !strings.Contains(stderr, tt.want) {
+				t.Errorf("serve %v:\n\tgot  exit %d, %q\n\twant exit %d, containing %q", tt.args, code, stderr, ExitUsage, tt.want)
+			}
+		})
+	}
+}
+
+func TestServe(t *testing.T) {
+	fakeBrowser(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test-serve-secret")
+	db := filepath.Join(t.TempDir(), "audit.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan string, 1)
+	oldCtx, oldListen := serveContext, serveListening
+	serveContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	serveListening = func(a string) { addrc <- a }
+	t.Cleanup(func() { serveContext, serveListening = oldCtx, oldListen })
+
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--allow-origin", "chrome-extension://abcdefghijklmnopabcdefghijklmnop"},
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	var base string
+	select {
+	case a := <-addrc:
+		base = "http://" + a
+	case code := <-done:
+		t.Fatalf("serve exited %d before listening:\n%s", code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not listen:\n%s", stderr.String())
+	}
+
+	get := func(path string) []byte {
+		t.Helper()
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
+		}
+		return b
+	}
+	var h web.HealthJSON
+	json.Unmarshal(get("/api/health"), &h)
+	if !h.Live || h.Limits.PerVisitor != 5 || h.Limits.DailySpendUSD != 3 || h.Limits.Concurrent != 1 {
+		t.Errorf("health: got %+v, want live with the product's limits", h)
+	}
+	if page := get("/"); !bytes.Contains(page, []byte(`<script type="module" src="/static/app.js">`)) {
+		t.Errorf("GET / is not the page")
+	}
+
+	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"preset":"lookup"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created web.CreatedJSON
+	json.NewDecoder(res.Body).Decode(&created)
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted || created.Recorded != nil {
+		t.Fatalf("POST lookup: %d, recorded %v", res.StatusCode, created.Recorded)
+	}
+	res, err = http.Get(base + created.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result web.ResultJSON
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 1<<20)
+	event := ""
+	var all strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		all.WriteString(line + "\n")
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			event = v
+		}
+		if v, ok := strings.CutPrefix(line, "data: "); ok && event == web.EventResult {
+			json.Unmarshal([]byte(v), &result)
+		}
+	}
+	res.Body.Close()
+	if result.Status != coordinator.StatusAnswered || result.RunID == "" {
+		t.Fatalf("lookup through serve: got %s (%s)", result.Status, result.Reason)
+	}
+	if strings.Contains(all.String(), "sk-test-serve-secret") {
+		t.Errorf("the event stream carries the API key")
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("serve exit %d after the signal:\n%s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not stop:\n%s", stderr.String())
+	}
+	// The run is in the audit store, and its spend in the ledger.
+	store, err := audit.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	r, steps, err := store.Run(context.Background(), result.RunID)
+	if err != nil || r.Status != string(coordinator.StatusAnswered) || len(steps) != len(result.Steps) {
+		t.Errorf("audit of %s: %+v, %d steps, %v", result.RunID, r, len(steps), err)
+	}
+	if _, err := store.SpendOn(context.Background(), audit.Day(time.Now())); err != nil {
+		t.Errorf("ledger: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "serving the live demo on http://127.0.0.1:") {
+		t.Errorf("stderr does not say where it serves:\n%s", stderr.String())
+	}
+}
+
+func TestServeListenFails(t *testing.T) {
+	fakeBrowser(t)
+	code, _, stderr := runCLI(t, "serve", "--addr", "256.0.0.1:1", "--db", filepath.Join(t.TempDir(), "a.db"))
+	if code != ExitFailure || !strings.Contains(stderr, "listen") {
+		t.Errorf("serve on a bad address: got exit %d, %q", code, stderr)
+	}
+}
+
+func TestRecord(t *testing.T) {
+	fakeBrowser(t)
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, "record", "--out", dir, "--db", filepath.Join(t.TempDir(), "a.db"))
+	if code != ExitOK {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	if n := strings.Count(stdout, "\n"); n != 5 {
+		t.Errorf("record printed %d lines, want one per preset:\n%s", n, stdout)
+	}
+	recs, err := web.LoadRecordings(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 5 {
+		t.Fatalf("record wrote %d recordings, want 5", len(recs))
+	}
+	for _, r := range recs {
+		p, _ := coordinator.PresetByName(r.Preset)
+		if r.Result.Status != p.Expect || r.Browser != "*browsertest.HTTP" || len(r.Timeline) == 0 || r.Result.Simulated != p.Simulated {
+			t.Errorf("recording %s: status %s, browser %q, %d moments, simulated %v", r.Preset, r.Result.Status, r.Browser, len(r.Timeline), r.Result.Simulated)
+		}
+	}
+	// One preset again, into the same directory.
+	code, stdout, _ = runCLI(t, "record", "--out", dir, "--preset", "sign-in", "--no-frames", "--db", filepath.Join(t.TempDir(), "b.db"))
+	if code != ExitOK || !strings.HasPrefix(stdout, "sign-in: human_action_required") {
+		t.Errorf("record --preset sign-in: exit %d, %q", code, stdout)
+	}
+}
+
+func TestRecordRefusesUnexpectedStatus(t *testing.T) {
+	fakeBrowser(t)
+	launchBrowser = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		return nil, nil, errors.New("no chromium here")
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "record", "--out", dir, "--preset", "lookup", "--db", filepath.Join(t.TempDir(), "a.db"))
+	if code != ExitFailure || !strings.Contains(stderr, "record lookup: ended error (browser: no chromium here), want answered: not written") {
+		t.Errorf("record with a failing browser: exit %d, %q", code, stderr)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("record wrote %d files for a failed run", len(files))
+	}
+}
+
+func TestRecordUsage(t *testing.T) {
+	fakeBrowser(t)
+	for _, args := range [][]string{
+		{"--preset", "nope"},
+		{"--out", filepath.Join(t.TempDir(), "missing")},
+		{"--model", "nope"},
+		{"extra"},
+	} {
+		if code, _, stderr := runCLI(t, append([]string{"record"}, args...)...); code != ExitUsage {
+			t.Errorf("record %v: exit %d, %q; want %d", args, code, stderr, ExitUsage)
+		}
+	}
+}

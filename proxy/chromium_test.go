@@ -1,0 +1,466 @@
+//go:build !nointegration
+
+package proxy_test
+
+// Chromium-level tests of the egress proxy (issue 4): a real Chromium, driven by Playwright, sends
+// everything through the proxy. Every target is on 127.0.0.1. They need scripts/setup (Chromium
+// and the Playwright driver); run the fast unit tests alone with -tags nointegration.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/proxy"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// escapeKinds are the requests the escape page makes that must never arrive: each is a path on
+// the canary (a port the policy does not allow) or a write on the allowed site.
+var escapeKinds = []string{
+	"img",          // a plain subresource to another origin
+	"redirect",     // the second hop of a redirect chain that starts on the allowed site
+	"worker-ws",    // a WebSocket opened from a dedicated Worker
+	"worker-fetch", // a fetch from a dedicated Worker
+	"shared-fetch", // a fetch from a SharedWorker
+	"beacon",       // sendBeacon while the page unloads
+	"keepalive",    // keepalive fetch while the page unloads
+	"download",     // <a download> to another origin
+	"spec-prefetch",
+	"site-ws",     // a WebSocket to the allowed (http) origin itself
+	"site-post",   // a POST to the allowed origin
+	"site-delete", // a GET to a write route of the allowed origin
+}
+
+// escapeFixture is an allowed site serving the escape page and a canary. Requests are counted
+// per kind and per key (one key per scenario).
+type escapeFixture struct {
+	site, canary *httptest.Server
+	pol          *policy.Policy
+
+	mu   sync.Mutex
+	hits map[string]int // key/kind → requests that arrived
+}
+
+func newEscapeFixture(t *testing.T) *escapeFixture {
+	t.Helper()
+	f := &escapeFixture{hits: map[string]int{}}
+	f.canary = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// /c/{key}/{kind}
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/c/"), "/")
+		if len(parts) == 2 {
+			f.count(parts[0], parts[1])
+		} else {
+			f.count("?", r.URL.Path)
+		}
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		fmt.Fprint(w, "<p>canary reached</p>")
+	}))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /p/{key}/escape.html", func(w http.ResponseWriter, r *http.Request) {
+		f.count(r.PathValue("key"), "page")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, strings.NewReplacer("CANARY", f.canary.URL, "KEY", r.PathValue("key")).Replace(escapePage))
+	})
+	mux.HandleFunc("GET /p/{key}/worker.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		fmt.Fprintf(w, "const C = %q;\ntry { new WebSocket(C.replace('http', 'ws') + '/worker-ws'); } catch (e) {}\nfetch(C + '/worker-fetch').catch(() => {});\n",
+			f.canary.URL+"/c/"+r.PathValue("key"))
+	})
+	mux.HandleFunc("GET /p/{key}/shared.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		fmt.Fprintf(w, "fetch(%q).catch(() => {});\n", f.canary.URL+"/c/"+r.PathValue("key")+"/shared-fetch")
+	})
+	mux.HandleFunc("GET /p/{key}/plain.html", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><head><title>plain</title></head><body><p>plain page</p></body></html>")
+	})
+	mux.HandleFunc("GET /hop/{key}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, f.canary.URL+"/c/"+r.PathValue("key")+"/redirect", http.StatusFound)
+	})
+	mux.HandleFunc("/ws/{key}", func(w http.ResponseWriter, r *http.Request) { f.count(r.PathValue("key"), "site-ws") })
+	mux.HandleFunc("POST /p/{key}/post", func(w http.ResponseWriter, r *http.Request) { f.count(r.PathValue("key"), "site-post") })
+	mux.HandleFunc("/records/{key}/delete", func(w http.ResponseWriter, r *http.Request) { f.count(r.PathValue("key"), "site-delete") })
+	f.site = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		f.site.Close()
+		f.canary.Close()
+	})
+	var err error
+	f.pol, err = policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/p/*\", \"/hop/{key}\"]\n", f.site.URL)), "escape.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+const escapePage = `<!doctype html><html><head><title>escape</title>
+<script type="speculationrules">
+{"prefetch": [{"source": "list", "urls": ["CANARY/c/KEY/spec-prefetch"]}]}
+</script>
+</head><body><p>escape</p>
+<img src="CANARY/c/KEY/img">
+<img src="/hop/KEY">
+<a id="dl" href="CANARY/c/KEY/download" download>download</a>
+<script>
+const C = 'CANARY/c/KEY';
+new Worker('/p/KEY/worker.js');
+try { new SharedWorker('/p/KEY/shared.js'); } catch (e) {}
+fetch('/p/KEY/post', { method: 'POST', body: 'x' }).catch(() => {});
+fetch('/records/KEY/delete').catch(() => {});
+try { new WebSocket('ws://' + location.host + '/ws/KEY'); } catch (e) {}
+addEventListener('pagehide', () => {
+  navigator.sendBeacon(C + '/beacon', 'x');
+  fetch(C + '/keepalive', { method: 'POST', body: 'x', keepalive: true }).catch(() => {});
+});
+setTimeout(() => document.getElementById('dl').click(), 300);
+</script></body></html>`
+
+func (f *escapeFixture) count(key, kind string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hits[key+"/"+kind]++
+}
+
+// arrived lists the escape kinds that reached the canary or the site for key.
+func (f *escapeFixture) arrived(key string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for k, n := range f.hits {
+		if kind, ok := strings.CutPrefix(k, key+"/"); ok && n > 0 && slices.Contains(escapeKinds, kind) {
+			out = append(out, kind)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// pageLoads is how often the escape page for key was served.
+func (f *escapeFixture) pageLoads(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[key+"/page"]
+}
+
+var keyN struct {
+	sync.Mutex
+	n int
+}
+
+func newKey() string {
+	keyN.Lock()
+	defer keyN.Unlock()
+	keyN.n++
+	return fmt.Sprintf("k%d%d", time.Now().UnixNano()%100000, keyN.n)
+}
+
+// visit loads the escape page, lets it run for a moment and navigates away, so that the unload
+// requests are sent. Callers then wait for the evidence they need.
+func visit(t *testing.T, page playwright.Page, url string) {
+	t.Helper()
+	if _, err := page.Goto(url, playwright.PageGotoOptions{Timeout: playwright.Float(15000)}); err != nil {
+		t.Logf("goto %s: %v", url, err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, err := page.Goto("about:blank"); err != nil {
+		t.Logf("goto about:blank: %v", err)
+	}
+}
+
+// eventually polls cond for up to d.
+func eventually(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// unseen lists the escape kinds of key of which seen (request descriptions: "METHOD origin+path",
+// or "CONNECT origin") holds no trace.
+func (f *escapeFixture) unseen(key string, seen []string) []string {
+	trace := func(kind string) []string {
+		c := f.canary.URL + "/c/" + key + "/" + kind
+		switch kind {
+		case "site-post":
+			return []string{"POST " + f.site.URL + "/p/" + key + "/post"}
+		case "site-delete":
+			return []string{"GET " + f.site.URL + "/records/" + key + "/delete"}
+		case "site-ws": // Chromium tunnels ws:// through the proxy with CONNECT
+			return []string{"/ws/" + key, "CONNECT https://" + strings.TrimPrefix(f.site.URL, "http://")}
+		case "worker-ws":
+			return []string{c, "CONNECT https://" + strings.TrimPrefix(f.canary.URL, "http://")}
+		}
+		return []string{c}
+	}
+	var out []string
+	for _, kind := range escapeKinds {
+		found := false
+		for _, tr := range trace(kind) {
+			for _, s := range seen {
+				if strings.Contains(s, tr) {
+					found = true
+				}
+			}
+		}
+		if !found {
+			out = append(out, kind)
+		}
+	}
+	return out
+}
+
+func describe(ds []proxy.Decision) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Method+" "+d.Origin+d.Path)
+	}
+	return out
+}
+
+func driverDir(t *testing.T) string {
+	if d := os.Getenv(bridge.EnvDriverDir); d != "" {
+		return d
+	}
+	wd, _ := os.Getwd()
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "driver", "package", "package.json")); err == nil {
+			return filepath.Join(d, "driver")
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("no Playwright driver found above %s: run scripts/setup (or make setup)", wd)
+		}
+	}
+}
+
+func chromiumPath() string {
+	if c := os.Getenv(bridge.EnvChromium); c != "" {
+		return c
+	}
+	return bridge.DefaultChromium
+}
+
+type decisions struct {
+	mu sync.Mutex
+	ds []proxy.Decision
+}
+
+func (d *decisions) hook(x proxy.Decision) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ds = append(d.ds, x)
+}
+
+func (d *decisions) all() []proxy.Decision {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.ds)
+}
+
+// TestBrowserEgress drives real Chromium through the proxy. The positive control shows that the
+// escape page reaches every target in an unguarded browser; with the proxy alone (no browser-layer
+// route at all) and with the bridge in front of it, nothing arrives; with the proxy down, the
+// browser reaches nothing.
+func TestBrowserEgress(t *testing.T) {
+	f := newEscapeFixture(t)
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(t), SkipInstallBrowsers: true, Stdout: os.Stderr, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatalf("playwright driver: %v: run scripts/setup (or make setup)", err)
+	}
+	defer pw.Stop()
+	launch := func(t *testing.T, opts playwright.BrowserTypeLaunchOptions) playwright.Page {
+		t.Helper()
+		opts.ExecutablePath = playwright.String(chromiumPath())
+		opts.Headless = playwright.Bool(true)
+		opts.ChromiumSandbox = playwright.Bool(os.Geteuid() != 0)
+		b, err := pw.Chromium.Launch(opts)
+		if err != nil {
+			t.Fatalf("launch chromium: %v: run scripts/setup (or make setup)", err)
+		}
+		t.Cleanup(func() { b.Close() })
+		page, err := b.NewPage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	var rt *bridge.Runtime // one driver for the bridge's sessions
+	defer func() {
+		if rt != nil {
+			rt.Close()
+		}
+	}()
+	bridgeRuntime := func(t *testing.T) *bridge.Runtime {
+		t.Helper()
+		if rt == nil {
+			var err error
+			if rt, err = bridge.NewRuntime(bridge.WithDriverDir(driverDir(t)), bridge.WithChromium(chromiumPath())); err != nil {
+				t.Fatalf("bridge runtime: %v: run scripts/setup (or make setup)", err)
+			}
+		}
+		return rt
+	}
+	throughProxy := func(p *proxy.Proxy) playwright.BrowserTypeLaunchOptions {
+		user, pass := p.Credentials()
+		return playwright.BrowserTypeLaunchOptions{
+			Proxy: &playwright.Proxy{Server: p.Server(), Username: playwright.String(user), Password: playwright.String(pass)},
+			Args:  p.ChromiumArgs(),
+		}
+	}
+	// checkDecisions: only GETs of the site's read routes were allowed, and every one is
+	// recorded without a query.
+	checkDecisions := func(t *testing.T, ds []proxy.Decision) {
+		t.Helper()
+		allowed := 0
+		var others []string
+		for _, d := range ds {
+			if d.Allowed() {
+				allowed++
+				if d.Origin != f.site.URL || d.Method != "GET" && d.Method != "HEAD" || !strings.HasPrefix(d.Path, "/p/") && !strings.HasPrefix(d.Path, "/hop/") {
+					t.Errorf("proxy allowed %s %s%s", d.Method, d.Origin, d.Path)
+				}
+			}
+			if d.Origin != f.site.URL && d.Origin != f.canary.URL && !strings.HasPrefix(d.Origin, "https://127.0.0.1:") {
+				others = append(others, d.Method+" "+d.Origin+" "+d.Reason) // Chromium's own requests
+			}
+		}
+		if allowed == 0 {
+			t.Errorf("the proxy allowed nothing: the allowed page did not go through it")
+		}
+		if len(others) > 0 {
+			t.Logf("requests of Chromium's own, denied: %q", others)
+		}
+	}
+
+	t.Run("positive control: unguarded chromium reaches every target", func(t *testing.T) {
+		k := newKey()
+		visit(t, launch(t, playwright.BrowserTypeLaunchOptions{}), f.site.URL+"/p/"+k+"/escape.html")
+		eventually(15*time.Second, func() bool { return len(f.arrived(k)) == len(escapeKinds) })
+		if got := f.arrived(k); !slices.Equal(got, sortedKinds()) {
+			t.Fatalf("unguarded: arrived\n\tgot  %q\n\twant %q\nthe fixture cannot fail for the missing kinds", got, sortedKinds())
+		}
+	})
+
+	t.Run("proxy alone stops every escape", func(t *testing.T) {
+		var rec decisions
+		p, err := proxy.Start(context.Background(), f.pol, proxy.WithDecisionHook(rec.hook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		k := newKey()
+		visit(t, launch(t, throughProxy(p)), f.site.URL+"/p/"+k+"/escape.html")
+		// Every escape reaches the proxy and is denied there.
+		if !eventually(15*time.Second, func() bool { return len(f.unseen(k, describe(rec.all()))) == 0 }) {
+			t.Errorf("the proxy never saw %q; it saw %q", f.unseen(k, describe(rec.all())), describe(rec.all()))
+		}
+		if got := f.arrived(k); len(got) != 0 {
+			t.Errorf("through the proxy alone: arrived %q, want nothing", got)
+		}
+		if f.pageLoads(k) != 1 {
+			t.Errorf("the escape page itself was loaded %d times through the proxy, want 1", f.pageLoads(k))
+		}
+		p.Close()
+		checkDecisions(t, rec.all())
+		st := p.Stats()
+		for _, reason := range []string{policy.ReasonPort, policy.ReasonWriteMethod, policy.ReasonWriteWord, policy.ReasonScheme} {
+			if st.DeniedByReason[reason] == 0 {
+				t.Errorf("no %q denial recorded; stats %+v", reason, st)
+			}
+		}
+	})
+
+	t.Run("bridge with the proxy", func(t *testing.T) {
+		var rec decisions
+		p, err := proxy.Start(context.Background(), f.pol, proxy.WithDecisionHook(rec.hook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		rt := bridgeRuntime(t)
+		user, pass := p.Credentials()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		s, err := rt.Launch(ctx, f.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...))
+		if err != nil {
+			t.Fatalf("bridge.Launch: %v", err)
+		}
+		defer s.Close()
+		k := newKey()
+		if _, err := s.Open(ctx, f.site.URL+"/p/"+k+"/escape.html"); err != nil {
+			t.Fatalf("Open(escape): %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if _, err := s.Open(ctx, f.site.URL+"/p/"+k+"/plain.html"); err != nil { // unloads the escape page
+			t.Fatalf("Open(plain): %v", err)
+		}
+		// Each escape is stopped by the bridge's route or, if it gets past it, by the proxy.
+		seen := func() []string {
+			out := describe(rec.all())
+			for _, d := range s.Decisions() {
+				out = append(out, d.Method+" "+d.URL)
+			}
+			return out
+		}
+		// Some never happen behind the bridge; this only waits a little for the ones that do.
+		if !eventually(2*time.Second, func() bool { return len(f.unseen(k, seen())) == 0 }) {
+			t.Logf("neither layer recorded %q (behind the bridge the page did not make them)", f.unseen(k, seen()))
+		}
+		if got := f.arrived(k); len(got) != 0 {
+			t.Errorf("bridge with proxy: arrived %q, want nothing", got)
+		}
+		s.Close()
+		p.Close()
+		checkDecisions(t, rec.all())
+	})
+
+	t.Run("proxy down: the browser reaches nothing", func(t *testing.T) {
+		p, err := proxy.Start(context.Background(), f.pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := throughProxy(p)
+		p.Close()
+		k := newKey()
+		page := launch(t, opts)
+		if _, err := page.Goto(f.site.URL+"/p/"+k+"/escape.html", playwright.PageGotoOptions{Timeout: playwright.Float(10000)}); err == nil {
+			t.Errorf("page loaded with the proxy down")
+		}
+		if n := f.pageLoads(k); n != 0 {
+			t.Errorf("with the proxy down the site got %d page loads, want 0", n)
+		}
+
+		rt := bridgeRuntime(t)
+		user, pass := p.Credentials()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		s, err := rt.Launch(ctx, f.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...))
+		if err != nil {
+			t.Fatalf("bridge.Launch: %v", err)
+		}
+		defer s.Close()
+		if _, err := s.Open(ctx, f.site.URL+"/p/"+k+"/escape.html"); err == nil {
+			t.Errorf("bridge Open succeeded with the proxy down")
+		}
+		if n := f.pageLoads(k); n != 0 {
+			t.Errorf("with the proxy down the site got %d page loads through the bridge, want 0", n)
+		}
+	})
+}
+
+func sortedKinds() []string {
+	k := slices.Clone(escapeKinds)
+	slices.Sort(k)
+	return k
+}

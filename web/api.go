@@ -1,0 +1,406 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+//go:embed static
+var staticFS embed.FS
+
+// MaxRequestBody bounds the body of POST /api/runs.
+const MaxRequestBody = 4 << 10
+
+// ContentSecurityPolicy is sent with every response: scripts and styles come only from the
+// server's own files, never inline; the page cannot be framed.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// heartbeat is how often an idle event stream sends a comment, so proxies keep it open.
+const heartbeat = 15 * time.Second
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.serveStatic("index.html"))
+	mux.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		s.serveStatic(r.PathValue("file"))(w, r)
+	})
+	mux.HandleFunc("GET /api/health", s.health)
+	mux.HandleFunc("GET /api/presets", s.presets)
+	mux.HandleFunc("POST /api/runs", s.createRun)
+	mux.HandleFunc("OPTIONS /api/", s.preflight)
+	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
+	mux.HandleFunc("GET /api/runs/{id}/events", s.events)
+	mux.HandleFunc("GET /api/runs/{id}/frame", s.frame)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such API endpoint", nil)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=(), interest-cohort=()")
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			h.Set("Cache-Control", "no-store")
+			h.Add("Vary", "Origin")
+			if o := r.Header.Get("Origin"); o != "" && s.origins[o] {
+				h.Set("Access-Control-Allow-Origin", o)
+				h.Set("Access-Control-Expose-Headers", "Retry-After, Location")
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// serveStatic serves one embedded file. Names are single path elements; directories are not
+// listed.
+func (s *Server) serveStatic(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if name == "" || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
+			http.NotFound(w, r)
+			return
+		}
+		data, err := fs.ReadFile(staticFS, path.Join("static", name))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		ct := mime.TypeByExtension(path.Ext(name))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
+	}
+}
+
+// preflight answers CORS preflights from the allowed origins (the side panel).
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o == "" || !s.origins[o] {
+		writeError(w, http.StatusForbidden, "origin not allowed", nil)
+		return
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", "GET, POST")
+	h.Set("Access-Control-Allow-Headers", "Content-Type, Last-Event-ID")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// originAllowed is the check against cross-site requests that start runs: no Origin (a script, not
+// a browser), the server's own origin, or an allowed one.
+func (s *Server) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	if s.origins[o] {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// HealthJSON is GET /api/health.
+type HealthJSON struct {
+	Status string `json:"status"` // "ok"
+	// Live says whether a run started now would be live; when it is false, Why says why a recorded
+	// run would play instead.
+	Live    bool       `json:"live"`
+	Why     string     `json:"why,omitempty"`
+	Running int        `json:"running"`
+	Queued  int        `json:"queued"`
+	Limits  LimitsJSON `json:"limits"`
+}
+
+// LimitsJSON are the public-run limits as the page shows them.
+type LimitsJSON struct {
+	Concurrent     int     `json:"concurrent"`
+	Queue          int     `json:"queue"`
+	PerVisitor     int     `json:"per_visitor"`
+	WindowSeconds  int     `json:"window_seconds"`
+	DailySpendUSD  float64 `json:"daily_spend_usd"`
+	RunDeadlineSec int     `json:"run_deadline_seconds"`
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	live, why := s.liveReadOnly(r)
+	s.mu.Lock()
+	running := min(s.live, s.limits.Concurrent)
+	queued := s.live - running
+	s.mu.Unlock()
+	l := s.limits
+	writeJSON(w, http.StatusOK, HealthJSON{
+		Status: "ok", Live: live, Why: why, Running: running, Queued: queued,
+		Limits: LimitsJSON{
+			Concurrent: l.Concurrent, Queue: l.Queue, PerVisitor: l.PerVisitor, WindowSeconds: int(l.Window.Seconds()),
+			DailySpendUSD: l.DailySpendUSD, RunDeadlineSec: int(l.RunDeadline.Seconds()),
+		},
+	})
+}
+
+// liveReadOnly is liveAllowed without writing to the ledger.
+func (s *Server) liveReadOnly(r *http.Request) (bool, string) {
+	if s.ledger == nil {
+		return false, WhyLedger
+	}
+	if s.unpaidCount() > 0 {
+		return false, WhyLedger
+	}
+	spent, err := s.ledger.SpendOn(r.Context(), audit.Day(s.clock()))
+	if err != nil {
+		return false, WhyLedger
+	}
+	if spent >= s.limits.DailySpendUSD {
+		return false, WhySpendCap
+	}
+	return true, ""
+}
+
+func (s *Server) presets(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, presetsJSON())
+}
+
+// RunRequest is the body of POST /api/runs: exactly one of Preset and Task.
+type RunRequest struct {
+	Preset string `json:"preset,omitempty"`
+	Task   string `json:"task,omitempty"`
+}
+
+// CreatedJSON is the answer to POST /api/runs.
+type CreatedJSON struct {
+	RunInfo
+	URL    string `json:"url"`    // GET it for the run
+	Events string `json:"events"` // the run's event stream
+	Frame  string `json:"frame"`  // the live view's latest frame
+}
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	if !s.originAllowed(r) {
+		writeError(w, http.StatusForbidden, "origin not allowed", nil)
+		return
+	}
+	// The body is small: a slow sender does not get to hold the connection.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(10 * time.Second))
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "send the request as application/json", nil)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRequestBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", MaxRequestBody), nil)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "could not read the request body", nil)
+		return
+	}
+	var req RunRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		writeError(w, http.StatusBadRequest, `the body must be one JSON object: {"preset": NAME} or {"task": TEXT}`, nil)
+		return
+	}
+	if (req.Preset == "") == (req.Task == "") {
+		writeError(w, http.StatusBadRequest, `give exactly one of "preset" or "task"`, nil)
+		return
+	}
+	var preset coordinator.Preset
+	task := req.Task
+	if req.Preset != "" {
+		p, ok := coordinator.PresetByName(req.Preset)
+		if !ok {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q", clip(req.Preset, 64)), nil)
+			return
+		}
+		preset, task = p, p.Task
+	}
+	// A task that would be rejected is rejected here, before any limit is counted or any run is
+	// recorded.
+	t, err := policy.ParseTask(task)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), map[string]any{"status": coordinator.StatusRejected})
+		return
+	}
+	visitor := visitorKey(clientAddr(r, s.trusted))
+	live, why := s.liveAllowed(r.Context())
+	info := RunInfo{Task: t.Text, Preset: preset.Name, Simulated: preset.Simulated, Model: s.modelName}
+	var rec Recording
+	found := false
+	if !live {
+		var other bool
+		rec, other, found = s.recordingFor(task, preset)
+		recorded(&info, rec, other, found, why)
+	}
+	run, lerr := s.admit(visitor, info, live)
+	if lerr != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(lerr.retry)))
+		code := http.StatusTooManyRequests
+		if lerr.stopping {
+			code = http.StatusServiceUnavailable
+		}
+		writeError(w, code, lerr.msg, map[string]any{
+			"retry_after": retrySeconds(lerr.retry), "running": lerr.running, "queued": lerr.queued,
+		})
+		return
+	}
+	if live {
+		s.startLive(run, task, preset)
+	} else {
+		s.logf("web: run %s plays a recorded run: %s", run.id, why)
+		s.startPlayback(run, rec, found)
+	}
+	base := "/api/runs/" + run.id
+	w.Header().Set("Location", base)
+	writeJSON(w, http.StatusAccepted, CreatedJSON{RunInfo: run.snapshot().RunInfo, URL: base, Events: base + "/events", Frame: base + "/frame"})
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run := s.lookup(r.PathValue("id"))
+	if run == nil {
+		writeError(w, http.StatusNotFound, "no such run", nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, run.snapshot())
+}
+
+func (s *Server) frame(w http.ResponseWriter, r *http.Request) {
+	run := s.lookup(r.PathValue("id"))
+	if run == nil {
+		writeError(w, http.StatusNotFound, "no such run", nil)
+		return
+	}
+	png := run.latestFrame()
+	if png == nil {
+		writeError(w, http.StatusNotFound, "no frame", nil)
+		return
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Content-Length", strconv.Itoa(len(png)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(png)
+}
+
+// events streams a run's events as Server-Sent Events, from the start or after Last-Event-ID, until
+// the run ends.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	run := s.lookup(r.PathValue("id"))
+	if run == nil {
+		writeError(w, http.StatusNotFound, "no such run", nil)
+		return
+	}
+	visitor := visitorKey(clientAddr(r, s.trusted))
+	s.mu.Lock()
+	if s.streams >= s.limits.Streams || s.vstreams[visitor] >= s.limits.VisitorStream {
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, "too many open event streams", map[string]any{"retry_after": 5})
+		return
+	}
+	s.streams++
+	s.vstreams[visitor]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.streams--
+		if s.vstreams[visitor]--; s.vstreams[visitor] <= 0 {
+			delete(s.vstreams, visitor)
+		}
+		s.mu.Unlock()
+	}()
+
+	n := 0
+	if id, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && id > 0 {
+		n = id
+	}
+	if evs, _, done := run.next(n); done && len(evs) == 0 {
+		// Everything was sent: 204 tells an EventSource to stop reconnecting.
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	tick := time.NewTicker(heartbeat)
+	defer tick.Stop()
+	for {
+		evs, changed, done := run.next(n)
+		for _, ev := range evs {
+			n++
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", n, ev.name, ev.data)
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		if done && len(evs) == 0 {
+			return
+		}
+		if done {
+			continue
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+			fmt.Fprint(w, ": ping\n\n")
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(true)
+	enc.Encode(v)
+}
+
+// writeError writes {"error": msg, ...extra}.
+func writeError(w http.ResponseWriter, status int, msg string, extra map[string]any) {
+	body := map[string]any{"error": msg}
+	for k, v := range extra {
+		body[k] = v
+	}
+	writeJSON(w, status, body)
+}
+
+// clip cuts s to at most n bytes for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

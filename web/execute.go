@@ -1,0 +1,153 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// Launcher starts the browser one run drives and returns it with what stops it. The real one
+// launches a guarded Chromium through the bridge; tests use fakes.
+type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error)
+
+// ModelFunc builds the model for one run.
+type ModelFunc func() (coordinator.Model, error)
+
+// screenshotter is what the live view needs from a browser: *bridge.Session has it. A browser
+// without it runs without a live view.
+type screenshotter interface {
+	Screenshot(ctx context.Context) ([]byte, error)
+}
+
+var _ screenshotter = (*bridge.Session)(nil)
+
+// Why the live view has no frame.
+const (
+	ViewNoPage   = "no page open"           // the browser has not loaded a page (denials happen before any browser work)
+	ViewWithheld = "sign-in page not shown" // a credential page: the bridge never shoots it
+	ViewNone     = "no live view"           // the browser cannot take screenshots
+	ViewFailed   = "screenshot failed"      // the browser could not take this one
+	frameTimeout = 5 * time.Second          // bounds one screenshot
+	maxFrameSize = 4 << 20                  // a larger screenshot is dropped
+)
+
+// Moment is one entry of a run's timeline: a step, or a change of the live view.
+type Moment struct {
+	AtMS  int64     `json:"at_ms"` // since the run began
+	Step  *StepJSON `json:"step,omitempty"`
+	Frame []byte    `json:"frame,omitempty"` // PNG of the agent's browser viewport
+	View  string    `json:"view,omitempty"`  // why there is no frame: one of the View* phrases
+}
+
+// RunSpec is one run for Execute.
+type RunSpec struct {
+	Policy *policy.Policy
+	Task   string
+	Preset coordinator.Preset // the zero Preset for a typed task
+	Model  ModelFunc
+	// ModelName is recorded when the model cannot be built.
+	ModelName string
+	Launch    Launcher
+	// Options are passed to the coordinator (recorder, clock, deadline); Execute adds its own
+	// progress option.
+	Options []coordinator.Option
+	// Frames captures the live view: one screenshot after each step, when the browser can take it.
+	Frames bool
+}
+
+// Execute runs one task the way the command line does: reject a bad task or model before any
+// browser work, launch the browser, run the coordinator. It calls emit, from the run's goroutine,
+// with each step as it is decided and each change of the live view. It returns the result and a
+// description of the browser ("" when none was launched).
+func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.Result, string) {
+	start := time.Now()
+	at := func() int64 { return time.Since(start).Milliseconds() }
+	var shots screenshotter
+	var last []byte
+	lastView := ""
+	view := func(ctx context.Context) {
+		if shots == nil {
+			if lastView != ViewNone {
+				lastView = ViewNone
+				emit(Moment{AtMS: at(), View: ViewNone})
+			}
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, frameTimeout)
+		png, err := shots.Screenshot(sctx)
+		cancel()
+		var v string
+		switch {
+		case err == nil && len(png) <= maxFrameSize:
+			if bytes.Equal(png, last) && lastView == "" {
+				return
+			}
+			last, lastView = png, ""
+			emit(Moment{AtMS: at(), Frame: png})
+			return
+		case errors.Is(err, bridge.ErrCredentialRequired):
+			v = ViewWithheld
+		case errors.Is(err, bridge.ErrNoPage):
+			v = ViewNoPage
+		default:
+			v = ViewFailed
+		}
+		if v != lastView {
+			last, lastView = nil, v
+			emit(Moment{AtMS: at(), View: v})
+		}
+	}
+	progress := func(s coordinator.Step) {
+		sj := stepJSON(s)
+		emit(Moment{AtMS: at(), Step: &sj})
+		if spec.Frames {
+			view(context.WithoutCancel(ctx))
+		}
+	}
+	opts := append(append([]coordinator.Option(nil), spec.Options...), coordinator.WithProgress(progress))
+	c := coordinator.New(spec.Policy, opts...)
+	ra := coordinator.RunArgs{Task: spec.Task, Preset: spec.Preset.Name, ModelName: spec.ModelName, EndOnDenial: spec.Preset.Simulated}
+	if spec.Policy == nil {
+		return c.Reject(ctx, ra, "no policy"), ""
+	}
+	if _, err := policy.ParseTask(spec.Task); err != nil {
+		return c.Reject(ctx, ra, err.Error()), ""
+	}
+	if spec.Model == nil {
+		return c.Reject(ctx, ra, "no model"), ""
+	}
+	model, err := spec.Model()
+	if err != nil {
+		return c.Reject(ctx, ra, err.Error()), ""
+	}
+	if spec.Preset.Simulated {
+		model = spec.Preset.Model(model, spec.Policy.Sites()[0].Origin)
+	}
+	ra.Model = model
+	if spec.Launch == nil {
+		return c.Fail(ctx, ra, "browser: no launcher"), ""
+	}
+	b, closer, err := spec.Launch(ctx, spec.Policy)
+	if err != nil {
+		return c.Fail(ctx, ra, "browser: "+err.Error()), ""
+	}
+	defer closer.Close()
+	ra.Browser = b
+	shots, _ = b.(screenshotter)
+	return c.Run(ctx, ra), describeBrowser(b)
+}
+
+// describeBrowser names what drove a run, for recorded runs' labels.
+func describeBrowser(b coordinator.Browser) string {
+	if v, ok := b.(interface{ Version() string }); ok && v.Version() != "" {
+		return "Chromium " + v.Version()
+	}
+	return fmt.Sprintf("%T", b)
+}

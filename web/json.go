@@ -1,0 +1,154 @@
+package web
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/browser-agent/browser-agent/coordinator"
+)
+
+// StepJSON is one step as the API, the page and recorded runs show it: the tool, its target, the
+// verdict and why. It holds metadata only, never page text.
+type StepJSON struct {
+	N          int    `json:"n"`
+	Tool       string `json:"tool"`
+	URL        string `json:"url,omitempty"`
+	Verdict    string `json:"verdict"` // allow or deny
+	Rule       string `json:"rule"`
+	Reason     string `json:"reason"`
+	Layer      string `json:"layer"`
+	DurationMS int64  `json:"duration_ms"`
+	Simulated  bool   `json:"simulated,omitempty"`
+}
+
+func stepJSON(s coordinator.Step) StepJSON {
+	return StepJSON{
+		N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict.String(), Rule: s.Rule, Reason: s.Reason,
+		Layer: s.Layer, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
+	}
+}
+
+// FieldJSON is one answered field.
+type FieldJSON struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// SourceJSON is a page evidence was extracted from, with the time the coordinator retrieved it.
+type SourceJSON struct {
+	URL         string    `json:"url"`
+	RetrievedAt time.Time `json:"retrieved_at"`
+	Cited       bool      `json:"cited"` // the answer names it as a source
+}
+
+// ResultJSON is how a run ended, as the API, the page and recorded runs show it. It is built from
+// coordinator.Result only: the answer's fields and the evidence values are shown, nothing else the
+// page held.
+type ResultJSON struct {
+	RunID     string                 `json:"run_id"` // the audit store's run ID
+	Status    coordinator.Status     `json:"status"`
+	Reason    string                 `json:"reason"`
+	Note      string                 `json:"note,omitempty"` // the model's own words when it could not answer
+	Task      string                 `json:"task"`
+	RecordID  string                 `json:"record_id"`
+	Preset    string                 `json:"preset,omitempty"`
+	Model     string                 `json:"model"`
+	Fields    []FieldJSON            `json:"fields"`  // the answer's fields, in the site's order
+	Sources   []SourceJSON           `json:"sources"` // every page evidence came from, first retrieval first
+	Conflicts []coordinator.Conflict `json:"conflicts"`
+	Evidence  []coordinator.Evidence `json:"evidence"`
+	Steps     []StepJSON             `json:"steps"`
+	Simulated bool                   `json:"simulated"`
+	Usage     coordinator.Usage      `json:"usage"`
+	StartedAt time.Time              `json:"started_at"`
+	EndedAt   time.Time              `json:"ended_at"`
+}
+
+// fieldOrder is the demo site's field order; other labels follow alphabetically.
+var fieldOrder = []string{"Record ID", "Name", "Status", "Region", "Owner", "Updated"}
+
+func resultJSON(res coordinator.Result) ResultJSON {
+	out := ResultJSON{
+		RunID: res.RunID, Status: res.Status, Reason: res.Reason, Note: res.Note, Task: res.Task,
+		RecordID: res.RecordID, Preset: res.Preset, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
+		StartedAt: res.StartedAt, EndedAt: res.EndedAt,
+		Fields: []FieldJSON{}, Sources: []SourceJSON{}, Conflicts: []coordinator.Conflict{},
+		Evidence: []coordinator.Evidence{}, Steps: []StepJSON{},
+	}
+	if res.Conflicts != nil {
+		out.Conflicts = res.Conflicts
+	}
+	if res.Evidence != nil {
+		out.Evidence = res.Evidence
+	}
+	for _, s := range res.Steps {
+		out.Steps = append(out.Steps, stepJSON(s))
+	}
+	cited := map[string]bool{}
+	if a := res.Answer; a != nil {
+		for l, v := range a.Fields {
+			out.Fields = append(out.Fields, FieldJSON{Label: l, Value: v})
+		}
+		slices.SortFunc(out.Fields, func(x, y FieldJSON) int {
+			ix, iy := rank(x.Label), rank(y.Label)
+			if ix != iy {
+				return ix - iy
+			}
+			if x.Label < y.Label {
+				return -1
+			}
+			if x.Label > y.Label {
+				return 1
+			}
+			return 0
+		})
+		for _, s := range a.Sources {
+			cited[s] = true
+		}
+	}
+	seen := map[string]int{}
+	for _, ev := range res.Evidence {
+		if i, ok := seen[ev.URL]; ok {
+			if ev.RetrievedAt.Before(out.Sources[i].RetrievedAt) {
+				out.Sources[i].RetrievedAt = ev.RetrievedAt
+			}
+			continue
+		}
+		seen[ev.URL] = len(out.Sources)
+		out.Sources = append(out.Sources, SourceJSON{URL: ev.URL, RetrievedAt: ev.RetrievedAt, Cited: cited[ev.URL]})
+	}
+	return out
+}
+
+func rank(label string) int {
+	if i := slices.Index(fieldOrder, label); i >= 0 {
+		return i
+	}
+	return len(fieldOrder)
+}
+
+// PresetJSON is a preset as GET /api/presets lists it.
+type PresetJSON struct {
+	Name      string             `json:"name"`
+	Title     string             `json:"title"`
+	Task      string             `json:"task"`
+	Expect    coordinator.Status `json:"expect"`
+	Simulated bool               `json:"simulated"`
+}
+
+func presetsJSON() []PresetJSON {
+	var out []PresetJSON
+	for _, p := range coordinator.Presets() {
+		out = append(out, PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Expect: p.Expect, Simulated: p.Simulated})
+	}
+	return out
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("web: " + err.Error()) // every value marshalled here is one of this package's types
+	}
+	return b
+}

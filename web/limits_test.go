@@ -1,0 +1,384 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/coordinator"
+)
+
+// xff is the header set of a request forwarded for addr by a proxy.
+func xff(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+
+var loopback = netip.MustParsePrefix("127.0.0.1/32")
+
+// burst posts body n times at once, each with hdr(i), and returns the answers.
+func burst(t *testing.T, url, body string, n int, hdr func(i int) map[string]string) []resp {
+	t.Helper()
+	out := make([]resp, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			out[i] = do(t, "POST", url+"/api/runs", body, hdr(i))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+func TestOneRunAtATime(t *testing.T) {
+	g := newGate()
+	_, ts := newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback))
+	first := startRun(t, ts.URL, `{"preset":"lookup"}`, xff("203.0.113.1"))
+	<-g.started // the run is in progress, held in its first Open
+
+	// 50 concurrent requests from 50 visitors while it runs: every one gets 429 with Retry-After.
+	rs := burst(t, ts.URL, `{"preset":"lookup"}`, 50, func(i int) map[string]string { return xff(fmt.Sprintf("198.51.100.%d", i+1)) })
+	for i, r := range rs {
+		ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+		if r.code != http.StatusTooManyRequests || ra < 1 {
+			t.Errorf("request %d while busy: got %d Retry-After %q, want 429 with Retry-After", i, r.code, r.header.Get("Retry-After"))
+			continue
+		}
+		var body struct {
+			Error      string `json:"error"`
+			RetryAfter int    `json:"retry_after"`
+			Running    int    `json:"running"`
+			Queued     int    `json:"queued"`
+		}
+		r.json(t, &body)
+		if body.Running != 1 || body.Queued != 0 || body.RetryAfter != ra {
+			t.Errorf("request %d: body %+v, want running 1, queued 0, retry_after %d", i, body, ra)
+		}
+	}
+	g.open()
+	if res := waitResult(t, ts.URL, first.ID); res.Status != coordinator.StatusAnswered {
+		t.Fatalf("the running run: got %s (%s)", res.Status, res.Reason)
+	}
+
+	// 50 concurrent requests at once on an idle server: exactly one runs (held, so that no
+	// request can come after it ends).
+	g = newGate()
+	_, ts = newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback))
+	rs = burst(t, ts.URL, `{"preset":"lookup"}`, 50, func(i int) map[string]string { return xff(fmt.Sprintf("192.0.2.%d", i+1)) })
+	var accepted []string
+	busy := 0
+	for _, r := range rs {
+		switch r.code {
+		case http.StatusAccepted:
+			var c CreatedJSON
+			r.json(t, &c)
+			accepted = append(accepted, c.ID)
+		case http.StatusTooManyRequests:
+			if r.header.Get("Retry-After") == "" {
+				t.Errorf("429 without Retry-After")
+			}
+			busy++
+		default:
+			t.Errorf("got %d %s", r.code, r.body)
+		}
+	}
+	if len(accepted) != 1 || busy != 49 {
+		t.Fatalf("50 concurrent requests: %d accepted, %d got 429; want 1 and 49", len(accepted), busy)
+	}
+	g.open()
+	if res := waitResult(t, ts.URL, accepted[0]); res.Status != coordinator.StatusAnswered {
+		t.Errorf("the accepted run: got %s", res.Status)
+	}
+}
+
+func TestQueue(t *testing.T) {
+	g := newGate()
+	_, ts := newServer(t, WithLauncher(g.launch), WithLimits(Limits{Queue: 1}))
+	first := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	<-g.started
+	second := startRun(t, ts.URL, `{"preset":"conflicting-sources"}`, nil)
+	if second.State != StateQueued || second.Place != 1 {
+		t.Errorf("second run: got state %s place %d, want queued 1", second.State, second.Place)
+	}
+	r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"lookup"}`, nil)
+	if r.code != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+		t.Errorf("third run with a full queue: got %d, want 429 with Retry-After", r.code)
+	}
+	g.open()
+	if res := waitResult(t, ts.URL, first.ID); res.Status != coordinator.StatusAnswered {
+		t.Errorf("first: %s", res.Status)
+	}
+	if res := waitResult(t, ts.URL, second.ID); res.Status != coordinator.StatusUncertain {
+		t.Errorf("second: %s", res.Status)
+	}
+}
+
+func TestVisitorLimit(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
+	_, ts := newServer(t, WithClock(clock.Now), WithTrustedProxies(loopback))
+	alice := xff("203.0.113.7")
+	for range 5 {
+		c := startRun(t, ts.URL, `{"preset":"blocked-write"}`, alice)
+		waitResult(t, ts.URL, c.ID)
+		clock.Add(5 * time.Minute)
+	}
+	// 25 minutes after the first run: the sixth waits 35 minutes, until the first is an hour old.
+	r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"blocked-write"}`, alice)
+	if r.code != http.StatusTooManyRequests || r.header.Get("Retry-After") != "2100" {
+		t.Fatalf("sixth run in an hour: got %d Retry-After %q, want 429 2100\n%s", r.code, r.header.Get("Retry-After"), r.body)
+	}
+	if got, want := r.errText(t), "visitor limit: 5 runs per hour; try again in 35 min"; got != want {
+		t.Errorf("sixth run in an hour:\n\tgot  %q\n\twant %q", got, want)
+	}
+	// Refusals and rejected tasks do not count; another visitor is not limited.
+	bob := startRun(t, ts.URL, `{"preset":"blocked-write"}`, xff("203.0.113.8"))
+	waitResult(t, ts.URL, bob.ID)
+	// A forwarded-for header the client adds itself is not believed: through the proxy, the
+	// right-most untrusted address is the visitor.
+	r = do(t, "POST", ts.URL+"/api/runs", `{"preset":"blocked-write"}`, xff("198.51.100.99, 203.0.113.7"))
+	if r.code != http.StatusTooManyRequests {
+		t.Errorf("spoofed X-Forwarded-For: got %d, want 429", r.code)
+	}
+	clock.Add(35 * time.Minute) // the first run is an hour old, the other four are not
+	c := startRun(t, ts.URL, `{"preset":"blocked-write"}`, alice)
+	waitResult(t, ts.URL, c.ID)
+	if r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"blocked-write"}`, alice); r.code != http.StatusTooManyRequests {
+		t.Errorf("again at five in the hour: got %d, want 429", r.code)
+	}
+}
+
+func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
+	// Without a trusted proxy every request is the loopback visitor, whatever it claims.
+	_, ts := newServer(t)
+	for i := range 5 {
+		c := startRun(t, ts.URL, `{"preset":"off-site"}`, xff(fmt.Sprintf("203.0.113.%d", i+1)))
+		waitResult(t, ts.URL, c.ID)
+	}
+	if r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"off-site"}`, xff("203.0.113.200")); r.code != http.StatusTooManyRequests {
+		t.Errorf("sixth run with a made-up X-Forwarded-For from an untrusted peer: got %d, want 429", r.code)
+	}
+}
+
+func TestClientAddr(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}
+	tests := []struct {
+		name, remote, xff, want string
+	}{
+		{"no proxy", "203.0.113.5:4000", "", "203.0.113.5"},
+		{"untrusted peer ignores header", "203.0.113.5:4000", "1.2.3.4", "203.0.113.5"},
+		{"trusted proxy", "10.1.2.3:4000", "198.51.100.7", "198.51.100.7"},
+		{"chain of trusted proxies", "127.0.0.1:4000", "198.51.100.7, 10.9.9.9", "198.51.100.7"},
+		{"client-supplied prefix is not believed", "10.1.2.3:4000", "6.6.6.6, 198.51.100.7", "198.51.100.7"},
+		{"malformed entry stops the walk", "10.1.2.3:4000", "198.51.100.7, bogus", "10.1.2.3"},
+		{"only proxies", "10.1.2.3:4000", "10.4.4.4", "10.4.4.4"},
+		{"ipv6 client", "[::1]:4000", "", "::1"},
+		{"mapped ipv4", "[::ffff:10.1.2.3]:4000", "198.51.100.9", "198.51.100.9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tt.remote
+			if tt.xff != "" {
+				r.Header.Set("X-Forwarded-For", tt.xff)
+			}
+			if got := clientAddr(r, trusted).String(); got != tt.want {
+				t.Errorf("clientAddr(%s, XFF %q):\n\tgot  %s\n\twant %s", tt.remote, tt.xff, got, tt.want)
+			}
+		})
+	}
+	if got := visitorKey(netip.MustParseAddr("2001:db8:1:2:3:4:5:6")); got != "2001:db8:1:2::/64" {
+		t.Errorf("visitorKey(ipv6): got %s, want the /64", got)
+	}
+	for _, bad := range []string{"", "10.0.0.0/33", "example.com", "10.0.0.1/8/1"} {
+		if _, err := ParseTrustedProxy(bad); err == nil {
+			t.Errorf("ParseTrustedProxy(%q): no error", bad)
+		}
+	}
+}
+
+// costModel is the offline planner charging usd per turn.
+func costModel(usd float64) ModelFunc {
+	return func() (coordinator.Model, error) {
+		off := coordinator.Offline()
+		return coordinator.ModelFunc{ModelName: "priced", F: func(ctx context.Context, msgs []coordinator.Message, tools []coordinator.ToolSpec) (coordinator.Turn, error) {
+			turn, err := off.Next(ctx, msgs, tools)
+			turn.Usage.CostUSD = usd
+			return turn, err
+		}}, nil
+	}
+}
+
+func TestSpendCap(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 23, 0, 0, 0, time.UTC)}
+	day := "2026-03-01"
+	ledger := newLedger()
+	_, ts := newServer(t, WithLedger(ledger), WithClock(clock.Now), WithModel("priced", costModel(0.05)),
+		WithPlayback(0, 0), WithLimits(Limits{PerVisitor: 100}))
+
+	// Under the cap: a live run, charged after it ends.
+	c := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	res := waitResult(t, ts.URL, c.ID)
+	if c.Recorded != nil || res.Status != coordinator.StatusAnswered {
+		t.Fatalf("under the cap: got recorded %v, %s", c.Recorded, res.Status)
+	}
+	if got, want := ledger.on(day), res.Usage.CostUSD; got != want || want <= 0 {
+		t.Errorf("ledger after one run: got $%v, want $%v", got, want)
+	}
+
+	// Over the cap: the recorded run of the same preset plays, labelled.
+	ledger.set(func(l *memLedger) { l.spend[day] = 3.0 })
+	c = startRun(t, ts.URL, `{"preset":"conflicting-sources"}`, nil)
+	checkRecorded(t, ts.URL, c, WhySpendCap, "conflicting-sources")
+	if got := ledger.on(day); got != 3.0 {
+		t.Errorf("a recorded run was charged: ledger $%v", got)
+	}
+
+	// A new day has a new budget.
+	clock.Add(2 * time.Hour)
+	c = startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	if c.Recorded != nil {
+		t.Errorf("next day: recorded %+v, want live", c.Recorded)
+	}
+	waitResult(t, ts.URL, c.ID)
+
+	// An unreadable ledger: fail closed.
+	ledger.set(func(l *memLedger) { l.readErr = errors.New("database is locked") })
+	c = startRun(t, ts.URL, `{"preset":"sign-in"}`, nil)
+	checkRecorded(t, ts.URL, c, WhyLedger, "sign-in")
+
+	// A typed task plays the recording of its record when there is one, else the lookup's, and
+	// says it is not the task asked.
+	c = startRun(t, ts.URL, `{"task":"Look up SYN-0077 for me"}`, nil)
+	checkRecorded(t, ts.URL, c, WhyLedger, "conflicting-sources")
+	if !c.Recorded.OtherTask {
+		t.Errorf("typed task: the recording is of another task, want other_task")
+	}
+	c = startRun(t, ts.URL, `{"task":"Look up SYN-0100"}`, nil)
+	checkRecorded(t, ts.URL, c, WhyLedger, "lookup")
+
+	// A charge the ledger cannot take stops live runs until it can.
+	ledger.set(func(l *memLedger) { l.readErr = nil; l.writeErr = errors.New("disk full") })
+	c = startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	if c.Recorded != nil {
+		t.Fatalf("readable ledger: got recorded")
+	}
+	waitResult(t, ts.URL, c.ID)
+	c = startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	checkRecorded(t, ts.URL, c, WhyLedger, "lookup")
+	ledger.set(func(l *memLedger) { l.writeErr = nil })
+	before := ledger.on(dayKey(clock.Now()))
+	c = startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	if c.Recorded != nil {
+		t.Errorf("ledger back: got recorded %+v", c.Recorded)
+	}
+	waitResult(t, ts.URL, c.ID)
+	if got := ledger.on(dayKey(clock.Now())); got <= before {
+		t.Errorf("the unpaid charge and the new one were not written: $%v then $%v", before, got)
+	}
+}
+
+func dayKey(t time.Time) string { return t.UTC().Format("2006-01-02") }
+
+// checkRecorded follows a run that must be a recorded one of preset, played because of why.
+func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset string) {
+	t.Helper()
+	if c.Recorded == nil || c.Recorded.Why != why || c.Recorded.Preset != preset || c.Recorded.RecordedAt.IsZero() || c.Recorded.Browser == "" {
+		t.Fatalf("POST: got recorded %+v, want a recording of %s because %q", c.Recorded, preset, why)
+	}
+	evs, _ := readEvents(t, base+c.Events, 0)
+	rec, _ := EmbeddedRecordings()
+	var want Recording
+	for _, r := range rec {
+		if r.Preset == preset {
+			want = r
+		}
+	}
+	steps := 0
+	var res ResultJSON
+	for _, ev := range evs {
+		switch ev.name {
+		case EventStep:
+			steps++
+		case EventResult:
+			json.Unmarshal([]byte(ev.data), &res)
+		}
+	}
+	if res.Status != want.Result.Status || res.RunID != want.Result.RunID || steps != len(want.Result.Steps) {
+		t.Errorf("recorded %s: got %s run %s with %d steps, want %s run %s with %d", preset, res.Status, res.RunID, steps, want.Result.Status, want.Result.RunID, len(want.Result.Steps))
+	}
+	var run RunJSON
+	do(t, "GET", base+c.URL, "", nil).json(t, &run)
+	if run.Recorded == nil || run.Recorded.Why != why {
+		t.Errorf("GET run: recorded label %+v", run.Recorded)
+	}
+}
+
+func TestEmbeddedRecordings(t *testing.T) {
+	recs, err := EmbeddedRecordings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Recording{}
+	for _, r := range recs {
+		got[r.Preset] = r
+	}
+	for _, p := range coordinator.Presets() {
+		r, ok := got[p.Name]
+		if !ok {
+			t.Errorf("no recorded run of preset %s", p.Name)
+			continue
+		}
+		if r.Result.Status != p.Expect || r.Result.Simulated != p.Simulated {
+			t.Errorf("recorded %s: got %s simulated=%v, want %s simulated=%v", p.Name, r.Result.Status, r.Result.Simulated, p.Expect, p.Simulated)
+		}
+		if !strings.HasPrefix(r.Browser, "Chromium ") {
+			t.Errorf("recorded %s was not driven by Chromium but %q: re-record with the real bridge", p.Name, r.Browser)
+		}
+		for _, m := range r.Timeline {
+			if m.Frame != nil && !bytes.HasPrefix(m.Frame, []byte("\x89PNG\r\n\x1a\n")) {
+				t.Errorf("recorded %s: a frame is not a PNG", p.Name)
+			}
+		}
+	}
+}
+
+func TestUnpaidSpendKeepsItsDay(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)}
+	ledger := newLedger()
+	ledger.set(func(l *memLedger) { l.writeErr = errors.New("disk full") })
+	s, ts := newServer(t, WithLedger(ledger), WithClock(clock.Now), WithModel("priced", costModel(0.05)))
+	waitResult(t, ts.URL, startRun(t, ts.URL, `{"preset":"lookup"}`, nil).ID)
+	if s.unpaidCount() != 1 {
+		t.Fatalf("unpaid days: got %d, want 1", s.unpaidCount())
+	}
+	var h HealthJSON
+	do(t, "GET", ts.URL+"/api/health", "", nil).json(t, &h)
+	if h.Live || h.Why != WhyLedger {
+		t.Errorf("health with an unpaid charge: live=%v why=%q", h.Live, h.Why)
+	}
+	clock.Add(2 * time.Minute) // the next day
+	ledger.set(func(l *memLedger) { l.writeErr = nil })
+	c := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	if c.Recorded != nil {
+		t.Fatalf("ledger back: got recorded %+v", c.Recorded)
+	}
+	res := waitResult(t, ts.URL, c.ID)
+	if got := ledger.on("2026-03-01"); got != res.Usage.CostUSD {
+		t.Errorf("the unpaid charge on its day: got $%v, want $%v", got, res.Usage.CostUSD)
+	}
+	if got := ledger.on("2026-03-02"); got != res.Usage.CostUSD {
+		t.Errorf("the next day's ledger: got $%v, want $%v", got, res.Usage.CostUSD)
+	}
+}

@@ -1,0 +1,190 @@
+package web
+
+import (
+	"sync"
+	"time"
+
+	"github.com/browser-agent/browser-agent/coordinator"
+)
+
+// Run states.
+const (
+	StateQueued  = "queued"
+	StateRunning = "running"
+	StateDone    = "done"
+)
+
+// Names of the events of a run's stream.
+const (
+	EventRun    = "run"    // RunInfo, sent first and on every change of state
+	EventStep   = "step"   // StepJSON
+	EventFrame  = "frame"  // FrameJSON: the live view changed
+	EventResult = "result" // ResultJSON
+	EventEnd    = "end"    // {}: the stream ends
+)
+
+// RunInfo describes a run: what was asked and how it is being answered.
+type RunInfo struct {
+	ID     string `json:"id"`
+	State  string `json:"state"`
+	Place  int    `json:"place,omitempty"` // place in the queue while queued, 1 = next
+	Task   string `json:"task"`
+	Preset string `json:"preset,omitempty"`
+	// Simulated is set for the two simulated presets: one scripted tool call is substituted for
+	// the model's turn, because a real model refuses it; the policy's decision on it is real.
+	Simulated bool          `json:"simulated"`
+	Model     string        `json:"model"`
+	Recorded  *RecordedInfo `json:"recorded,omitempty"` // set when a recorded run plays instead of a live one
+}
+
+// RecordedInfo labels a recorded run played in place of a live one.
+type RecordedInfo struct {
+	Why        string    `json:"why"` // "daily model-spend cap reached" or "spend ledger unavailable"
+	Preset     string    `json:"preset"`
+	Task       string    `json:"task"` // the recorded run's task
+	Model      string    `json:"model"`
+	Browser    string    `json:"browser"`
+	RecordedAt time.Time `json:"recorded_at"`
+	// OtherTask is set when the recording is of another task than the one asked.
+	OtherTask bool `json:"other_task"`
+}
+
+// FrameJSON says the live view changed: Seq numbers the new frame (GET /api/runs/{id}/frame), or
+// View says why there is none.
+type FrameJSON struct {
+	Seq  int    `json:"seq,omitempty"`
+	Step int    `json:"step"` // the last step before it
+	View string `json:"view,omitempty"`
+}
+
+// RunJSON is GET /api/runs/{id}: the run, its steps so far, its live view and its result.
+type RunJSON struct {
+	RunInfo
+	Steps  []StepJSON  `json:"steps"`
+	Frame  FrameJSON   `json:"frame"`
+	Result *ResultJSON `json:"result"`
+}
+
+type event struct {
+	name string
+	data []byte
+}
+
+// run is the state of one run the server started. Its events only grow; streams follow them.
+type run struct {
+	id      string
+	visitor string
+	created time.Time
+
+	mu      sync.Mutex
+	info    RunInfo
+	events  []event
+	changed chan struct{} // closed and replaced on every new event
+	steps   []StepJSON
+	frame   []byte
+	fj      FrameJSON
+	result  *ResultJSON
+	done    bool
+}
+
+func newRun(id, visitor string, created time.Time, info RunInfo) *run {
+	info.ID = id
+	return &run{id: id, visitor: visitor, created: created, info: info, changed: make(chan struct{})}
+}
+
+// emitLocked appends an event and wakes the streams. r.mu is held.
+func (r *run) emitLocked(name string, v any) {
+	r.events = append(r.events, event{name: name, data: mustJSON(v)})
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// setState changes the run's state and sends the run event.
+func (r *run) setState(state string, place int, change func(*RunInfo)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.info.State, r.info.Place = state, place
+	if change != nil {
+		change(&r.info)
+	}
+	r.emitLocked(EventRun, r.info)
+}
+
+// moment records a step or a change of the live view.
+func (r *run) moment(m Moment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case m.Step != nil:
+		r.steps = append(r.steps, *m.Step)
+		r.emitLocked(EventStep, *m.Step)
+	case m.Frame != nil:
+		r.frame = m.Frame
+		r.fj = FrameJSON{Seq: r.fj.Seq + 1, Step: len(r.steps)}
+		r.emitLocked(EventFrame, r.fj)
+	default:
+		r.frame = nil
+		r.fj = FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View}
+		r.emitLocked(EventFrame, FrameJSON{Step: r.fj.Step, View: m.View})
+	}
+}
+
+// finish records the result and ends the stream.
+func (r *run) finish(res ResultJSON) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return
+	}
+	r.result = &res
+	r.info.State, r.info.Place = StateDone, 0
+	r.emitLocked(EventRun, r.info)
+	r.emitLocked(EventResult, res)
+	r.emitLocked(EventEnd, struct{}{})
+	r.done = true
+}
+
+// snapshot is GET /api/runs/{id}.
+func (r *run) snapshot() RunJSON {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := RunJSON{RunInfo: r.info, Steps: append([]StepJSON{}, r.steps...), Frame: r.fj, Result: r.result}
+	if r.frame == nil {
+		out.Frame.Seq = 0
+	}
+	return out
+}
+
+// latestFrame returns the current frame of the live view, or nil.
+func (r *run) latestFrame() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frame
+}
+
+// next returns the events after the first n, the channel closed on the next one, and whether the
+// run is done.
+func (r *run) next(n int) ([]event, <-chan struct{}, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var evs []event
+	if n < len(r.events) {
+		evs = append(evs, r.events[n:]...)
+	}
+	return evs, r.changed, r.done
+}
+
+func (r *run) isDone() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done
+}
+
+// errorResult is the result of a run that could not run at all.
+func errorResult(info RunInfo, now time.Time, reason string) ResultJSON {
+	return ResultJSON{
+		Status: coordinator.StatusError, Reason: reason, Task: info.Task, Preset: info.Preset, Model: info.Model,
+		Fields: []FieldJSON{}, Sources: []SourceJSON{}, Conflicts: []coordinator.Conflict{},
+		Evidence: []coordinator.Evidence{}, Steps: []StepJSON{}, StartedAt: now, EndedAt: now,
+	}
+}

@@ -1,0 +1,216 @@
+// app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
+// Events, the live view and the result. No inline script: the page's CSP forbids it.
+import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError } from "./render.js";
+
+const $ = (id) => document.getElementById(id);
+let current = null; // { id, es, info, done }
+
+function notice(msg, kind) {
+  const n = $("notice");
+  n.textContent = msg || "";
+  n.className = "notice" + (kind ? " notice-" + kind : "");
+  n.hidden = !msg;
+}
+
+function busy(on) {
+  for (const b of document.querySelectorAll("#presets button, #task-run")) b.disabled = on;
+}
+
+async function loadPresets() {
+  const box = $("presets");
+  try {
+    const resp = await fetch("/api/presets");
+    if (!resp.ok) throw new Error(await apiError(resp));
+    for (const p of await resp.json()) {
+      const b = el("button", { type: "button", class: "preset", "data-preset": p.name, title: p.task },
+        el("span", { class: "preset-title", text: p.title }),
+        el("span", { class: "preset-task", text: p.task }),
+        p.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null);
+      b.addEventListener("click", () => start({ preset: p.name }));
+      box.append(b);
+    }
+  } catch (e) {
+    notice("Could not load the presets: " + e.message, "error");
+  }
+}
+
+async function loadHealth() {
+  try {
+    const resp = await fetch("/api/health");
+    if (!resp.ok) return;
+    const h = await resp.json();
+    const l = h.limits;
+    const hours = l.window_seconds === 3600 ? "per hour" : "per " + Math.round(l.window_seconds / 60) + " min";
+    $("limits").textContent = "Live limits: " + (l.concurrent === 1 ? "one run at a time" : l.concurrent + " runs at a time") +
+      ", " + l.per_visitor + " runs per visitor " + hours + ", $" + l.daily_spend_usd + " of model spend a day; then a recorded real run plays instead.";
+    const hl = $("health");
+    hl.hidden = false;
+    hl.className = "health " + (h.live ? "health-live" : "health-recorded");
+    hl.textContent = h.live ? "Live runs are on." : "Live runs are paused (" + h.why + "): runs play a recorded real run, labelled recorded.";
+  } catch (e) { /* the page works without it */ }
+}
+
+async function start(body) {
+  notice("");
+  busy(true);
+  let resp;
+  try {
+    resp = await fetch("/api/runs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  } catch (e) {
+    busy(false);
+    notice("Could not reach the server: " + e.message, "error");
+    return;
+  }
+  if (!resp.ok) {
+    const msg = await apiError(resp);
+    busy(false);
+    notice(msg, resp.status === 429 ? "limit" : "error");
+    return;
+  }
+  const created = await resp.json();
+  attach(created.id, created);
+}
+
+function resetRun(info) {
+  $("run").hidden = false;
+  $("steps").replaceChildren();
+  $("step-count").textContent = "";
+  $("result").hidden = true;
+  $("result-body").replaceChildren();
+  $("frame").hidden = true;
+  $("frame").removeAttribute("src");
+  $("screen-note").hidden = false;
+  $("screen-note").textContent = "Waiting for the browser…";
+  $("frame-caption").textContent = "";
+  showInfo(info);
+}
+
+function showInfo(info) {
+  if (!info) return;
+  current.info = info;
+  $("run-title").textContent = info.preset ? "Preset: " + info.preset : "Task";
+  $("run-title").title = info.task;
+  const badges = $("run-badges");
+  badges.replaceChildren(el("span", { class: "task-text", text: "\u201c" + info.task + "\u201d" }));
+  if (info.recorded) badges.append(el("span", { class: "tag tag-recorded", text: "recorded" }));
+  if (info.simulated) badges.append(el("span", { class: "tag tag-simulated", text: "simulated" }));
+  const rb = $("recorded-banner");
+  rb.hidden = !info.recorded;
+  rb.textContent = info.recorded ? recordedText(info.recorded) : "";
+  const sb = $("simulated-banner");
+  sb.hidden = !info.simulated;
+  sb.textContent = info.simulated ? SIMULATED_TEXT : "";
+  const tag = $("live-tag");
+  tag.textContent = info.recorded ? "recorded" : info.state === "done" ? "ended" : "live";
+  tag.className = "tag " + (info.recorded ? "tag-recorded" : info.state === "done" ? "" : "tag-live");
+  const st = $("run-state");
+  if (info.state === "queued") st.textContent = "Waiting for a free slot: number " + info.place + " in line.";
+  else if (info.state === "running") st.textContent = info.recorded ? "Playing the recorded run…" : "Running…";
+  else st.textContent = "";
+  st.dataset.state = info.state;
+}
+
+const VIEW_TEXT = {
+  "no page open": "No page open. Denied URLs are decided before any browser work, so the browser never moved.",
+  "sign-in page not shown": "Sign-in page: the live view is withheld and nothing on the page was read.",
+  "no live view": "This run's browser has no live view.",
+  "screenshot failed": "The browser could not take this screenshot.",
+};
+
+function showFrame(id, f) {
+  const img = $("frame");
+  const note = $("screen-note");
+  if (f.view) {
+    img.hidden = true;
+    img.removeAttribute("src");
+    note.hidden = false;
+    note.textContent = VIEW_TEXT[f.view] || f.view;
+  } else if (f.seq) {
+    img.src = "/api/runs/" + encodeURIComponent(id) + "/frame?seq=" + f.seq;
+    img.hidden = false;
+    note.hidden = true;
+  }
+  $("frame-caption").textContent = f.step ? "after step " + f.step : "";
+}
+
+function addStep(s) {
+  $("steps").append(stepItem(s));
+  $("step-count").textContent = "(" + $("steps").children.length + ")";
+  const box = $("steps");
+  box.scrollTop = box.scrollHeight;
+}
+
+function showResult(res) {
+  $("result-body").replaceChildren(resultView(res, current && current.info));
+  $("result").hidden = false;
+  $("run-badges").append(statusBadge(res.status));
+}
+
+function finish() {
+  if (!current) return;
+  current.done = true;
+  if (current.es) current.es.close();
+  busy(false);
+  loadHealth();
+}
+
+function attach(id, info) {
+  if (current && current.es) current.es.close();
+  current = { id, es: null, info: null, done: false };
+  resetRun(info);
+  history.replaceState(null, "", "#run=" + encodeURIComponent(id));
+  const me = current;
+  const es = new EventSource("/api/runs/" + encodeURIComponent(id) + "/events");
+  me.es = es;
+  es.addEventListener("run", (e) => { if (current === me) showInfo(JSON.parse(e.data)); });
+  es.addEventListener("step", (e) => { if (current === me) addStep(JSON.parse(e.data)); });
+  es.addEventListener("frame", (e) => { if (current === me) showFrame(id, JSON.parse(e.data)); });
+  es.addEventListener("result", (e) => { if (current === me) showResult(JSON.parse(e.data)); });
+  es.addEventListener("end", () => { if (current === me) finish(); });
+  es.addEventListener("error", () => {
+    if (current !== me || me.done) return;
+    if (es.readyState === EventSource.CLOSED) recover(me);
+  });
+}
+
+// recover fetches the run when its stream closed early.
+async function recover(me) {
+  try {
+    const resp = await fetch("/api/runs/" + encodeURIComponent(me.id));
+    if (!resp.ok) throw new Error(await apiError(resp));
+    const run = await resp.json();
+    if (current !== me) return;
+    $("steps").replaceChildren();
+    showInfo(run);
+    for (const s of run.steps) addStep(s);
+    if (run.frame) showFrame(me.id, run.frame);
+    if (run.result) showResult(run.result);
+    if (run.state !== "done") notice("The event stream closed; reload the page to follow the run.", "error");
+  } catch (e) {
+    notice("Lost the run's event stream: " + e.message, "error");
+  }
+  finish();
+}
+
+$("task-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const task = $("task").value.trim();
+  if (!task) {
+    notice("Type a task naming one record ID, e.g. \u201cLook up SYN-0042\u201d.", "error");
+    return;
+  }
+  start({ task });
+});
+
+loadPresets();
+loadHealth();
+// #run=ID follows that run: a link to a run in progress or done.
+function followHash() {
+  const m = /^#run=([0-9a-f]{32})$/.exec(location.hash);
+  if (m && (!current || current.id !== m[1])) {
+    busy(true);
+    attach(m[1], null);
+  }
+}
+window.addEventListener("hashchange", followHash);
+followHash();

@@ -1,0 +1,283 @@
+package web
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/coordinator"
+)
+
+// expect waits up to a minute: a live run launches a Chromium and drives it.
+var expect = playwright.NewPlaywrightAssertions(60_000)
+
+// newPage opens a page in a fresh context of the UI browser. The test fails if the page throws or
+// the browser reports a Content Security Policy violation.
+func newPage(t *testing.T) playwright.Page {
+	t.Helper()
+	bctx, err := ui.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
+	if err != nil {
+		t.Fatalf("new context: %v", err)
+	}
+	t.Cleanup(func() { bctx.Close() })
+	page, err := bctx.NewPage()
+	if err != nil {
+		t.Fatalf("new page: %v", err)
+	}
+	watchPage(t, page)
+	return page
+}
+
+// watchPage fails the test on uncaught page errors and CSP violations.
+func watchPage(t *testing.T, page playwright.Page) {
+	var mu sync.Mutex
+	var problems []string
+	page.OnConsole(func(m playwright.ConsoleMessage) {
+		txt := m.Text()
+		if m.Type() == "error" && (strings.Contains(txt, "Content Security Policy") || strings.Contains(txt, "Refused to")) {
+			mu.Lock()
+			problems = append(problems, "console: "+txt)
+			mu.Unlock()
+		}
+	})
+	page.OnPageError(func(err error) {
+		mu.Lock()
+		problems = append(problems, "page error: "+err.Error())
+		mu.Unlock()
+	})
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Errorf("%s", p)
+		}
+	})
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// shot saves a full-page screenshot under tests/out.
+func shot(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	path := filepath.Join(outDir(t), name+".png")
+	if _, err := page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(path), FullPage: playwright.Bool(true)}); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+	}
+}
+
+// TestPagePresets picks each preset on the page, with the agent driving a real guarded Chromium,
+// and checks the step stream, the live view and the final status.
+func TestPagePresets(t *testing.T) {
+	_, ts := newServer(t, WithLauncher(realLaunch), WithLimits(Limits{PerVisitor: 50}))
+	page := newPage(t)
+	_, err := page.Goto(ts.URL)
+	must(t, "goto", err)
+	must(t, "five presets", expect.Locator(page.Locator("#presets button.preset")).ToHaveCount(5))
+	must(t, "limits shown", expect.Locator(page.Locator("#limits")).ToContainText("one run at a time, 50 runs per visitor per hour, $3 of model spend a day"))
+	must(t, "health shown", expect.Locator(page.Locator("#health")).ToHaveText("Live runs are on."))
+	for _, p := range coordinator.Presets() {
+		t.Run(p.Name, func(t *testing.T) {
+			must(t, "click", page.Locator(`button[data-preset="`+p.Name+`"]`).Click())
+			must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: "+p.Name))
+			must(t, "first step", expect.Locator(page.Locator("#steps li").First()).ToBeVisible())
+			shot(t, page, "page-"+p.Name+"-during")
+			result := page.Locator(`#result-body .result-view[data-status="` + string(p.Expect) + `"]`)
+			if err := expect.Locator(result).ToBeVisible(); err != nil {
+				body, _ := page.Locator("#result-body").TextContent()
+				t.Fatalf("final status %s not shown: %v\nresult: %s", p.Expect, err, body)
+			}
+			must(t, "controls back", expect.Locator(page.Locator(`button[data-preset="lookup"]`)).ToBeEnabled())
+			shot(t, page, "page-"+p.Name+"-after")
+
+			steps, _ := page.Locator("#steps li").Count()
+			denied, _ := page.Locator("#steps li.deny").Count()
+			if steps == 0 {
+				t.Errorf("no steps shown")
+			}
+			simulated, _ := page.Locator("#steps li .tag-simulated").Count()
+			banner, _ := page.Locator("#simulated-banner").IsVisible()
+			if p.Simulated != (simulated > 0) || p.Simulated != banner {
+				t.Errorf("simulated labels: %d steps and banner %v, want simulated=%v", simulated, banner, p.Simulated)
+			}
+			if rec, _ := page.Locator("#recorded-banner").IsVisible(); rec {
+				t.Errorf("a live run is labelled recorded")
+			}
+			switch p.Expect {
+			case coordinator.StatusAnswered:
+				must(t, "record ID field", expect.Locator(page.Locator(".fields dt").First()).ToHaveText("Record ID"))
+				must(t, "retrieval time", expect.Locator(page.Locator(".sources li").First()).ToContainText("retrieved 20"))
+				n, _ := page.Locator(".sources li").Count()
+				if n < 2 {
+					t.Errorf("%d sources shown, want the record and its registry B entry", n)
+				}
+				if denied != 0 {
+					t.Errorf("%d denied steps in a lookup", denied)
+				}
+				// The live view shows the agent's browser: a loaded screenshot.
+				must(t, "frame visible", expect.Locator(page.Locator("#frame")).ToBeVisible())
+				w, err := page.Locator("#frame").Evaluate("img => img.complete ? img.naturalWidth : 0", nil)
+				if err != nil || w.(int) < 100 {
+					t.Errorf("live view frame not loaded: width %v, %v", w, err)
+				}
+			case coordinator.StatusUncertain:
+				must(t, "conflict table", expect.Locator(page.Locator("table.conflict")).ToBeVisible())
+				n, _ := page.Locator("table.conflict td").Count()
+				if n < 2 {
+					t.Errorf("conflict shows %d values, want two side by side", n)
+				}
+			case coordinator.StatusBlocked:
+				if denied == 0 {
+					t.Errorf("a blocked preset shows no denied step")
+				}
+				must(t, "no page opened", expect.Locator(page.Locator("#screen-note")).ToContainText("No page open"))
+			case coordinator.StatusHuman:
+				if denied == 0 {
+					t.Errorf("the sign-in pause shows no denied step")
+				}
+				must(t, "withheld view", expect.Locator(page.Locator("#screen-note")).ToContainText("Sign-in page"))
+				if v, _ := page.Locator("#frame").IsVisible(); v {
+					t.Errorf("a frame is shown at a sign-in page")
+				}
+			}
+		})
+	}
+}
+
+func TestPageRejectsTwoIDs(t *testing.T) {
+	_, ts := newServer(t)
+	page := newPage(t)
+	_, err := page.Goto(ts.URL)
+	must(t, "goto", err)
+	must(t, "fill", page.Locator("#task").Fill("Compare SYN-0001 with SYN-0002"))
+	must(t, "submit", page.Locator("#task-run").Click())
+	notice := page.Locator("#notice")
+	must(t, "message visible", expect.Locator(notice).ToBeVisible())
+	must(t, "message text", expect.Locator(notice).ToContainText("more than one record ID (SYN-0001, SYN-0002); name exactly one"))
+	must(t, "shown as an error", expect.Locator(notice).ToHaveClass("notice notice-error"))
+	if v, _ := page.Locator("#run").IsVisible(); v {
+		t.Errorf("a run was shown for a rejected task")
+	}
+	shot(t, page, "page-two-ids-refused")
+
+	// A good task then runs.
+	must(t, "fill", page.Locator("#task").Fill("Look up SYN-0077"))
+	must(t, "submit", page.Locator("#task-run").Click())
+	must(t, "notice cleared", expect.Locator(notice).ToBeHidden())
+	must(t, "uncertain", expect.Locator(page.Locator(`.result-view[data-status="uncertain"]`)).ToBeVisible())
+	must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Task"))
+}
+
+func TestPageRecordedRun(t *testing.T) {
+	ledger := newLedger()
+	ledger.set(func(l *memLedger) { l.spend[dayKey(time.Now())] = 3.0 })
+	_, ts := newServer(t, WithLedger(ledger), WithPlayback(0.5, 400*time.Millisecond))
+	page := newPage(t)
+	_, err := page.Goto(ts.URL)
+	must(t, "goto", err)
+	must(t, "health says paused", expect.Locator(page.Locator("#health")).ToContainText("paused (daily model-spend cap reached)"))
+	must(t, "click", page.Locator(`button[data-preset="lookup"]`).Click())
+	must(t, "recorded tag", expect.Locator(page.Locator("#live-tag")).ToHaveText("recorded"))
+	must(t, "recorded badge", expect.Locator(page.Locator("#run-badges .tag-recorded")).ToHaveText("recorded"))
+	must(t, "recorded banner", expect.Locator(page.Locator("#recorded-banner")).ToContainText("Recorded run: live runs are paused (daily model-spend cap reached)"))
+	must(t, "frame", expect.Locator(page.Locator("#frame")).ToBeVisible())
+	shot(t, page, "page-recorded-during")
+	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
+	must(t, "meta says recorded", expect.Locator(page.Locator(".result-view .meta")).ToContainText("recorded 20"))
+	shot(t, page, "page-recorded-after")
+}
+
+func TestPageBusy(t *testing.T) {
+	g := newGate()
+	_, ts := newServer(t, WithLauncher(g.launch))
+	c := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	<-g.started
+	page := newPage(t)
+	_, err := page.Goto(ts.URL)
+	must(t, "goto", err)
+	must(t, "click", page.Locator(`button[data-preset="off-site"]`).Click())
+	must(t, "busy message", expect.Locator(page.Locator("#notice")).ToContainText("busy: one run at a time; 1 running, 0 waiting; try again in 15 s"))
+	must(t, "shown as a limit", expect.Locator(page.Locator("#notice")).ToHaveClass("notice notice-limit"))
+	shot(t, page, "page-busy")
+	// The page can follow the run in progress by its link.
+	_, err = page.Goto(ts.URL + "/#run=" + c.ID)
+	must(t, "goto run", err)
+	must(t, "state running", expect.Locator(page.Locator("#run-state")).ToHaveText("Running…"))
+	g.open()
+	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
+	must(t, "no live view", expect.Locator(page.Locator("#screen-note")).ToContainText("no live view"))
+}
+
+// TestSidePanel loads the extension unpacked in headless Chromium, points it at a test server
+// that allows its origin, and runs a preset from the side panel.
+func TestSidePanel(t *testing.T) {
+	ext := filepath.Join(repo, "extension")
+	bctx, err := pw.Chromium.LaunchPersistentContext(t.TempDir(), playwright.BrowserTypeLaunchPersistentContextOptions{
+		ExecutablePath:    playwright.String(chromium()),
+		Headless:          playwright.Bool(true),
+		ChromiumSandbox:   playwright.Bool(os.Geteuid() != 0),
+		IgnoreDefaultArgs: []string{"--disable-extensions"},
+		Args: append(append([]string(nil), chromiumArgs...),
+			"--disable-extensions-except="+ext, "--load-extension="+ext,
+			"--disable-features=DisableLoadExtensionCommandLineSwitch"),
+		Viewport: &playwright.Size{Width: 420, Height: 900},
+	})
+	must(t, "launch with the extension", err)
+	t.Cleanup(func() { bctx.Close() })
+	var sw playwright.Worker
+	if ws := bctx.ServiceWorkers(); len(ws) > 0 {
+		sw = ws[0]
+	} else {
+		v, err := bctx.WaitForEvent("serviceworker", playwright.BrowserContextWaitForEventOptions{Timeout: playwright.Float(20_000)})
+		must(t, "the extension's service worker", err)
+		sw = v.(playwright.Worker)
+	}
+	id, _, _ := strings.Cut(strings.TrimPrefix(sw.URL(), "chrome-extension://"), "/")
+	if len(id) != 32 {
+		t.Fatalf("extension id from %q: %q", sw.URL(), id)
+	}
+	origin := "chrome-extension://" + id
+	_, ts := newServer(t, WithLauncher(realLaunch), WithAllowedOrigins(origin))
+
+	page, err := bctx.NewPage()
+	must(t, "page", err)
+	watchPage(t, page)
+	_, err = page.Goto(origin + "/options.html")
+	must(t, "options", err)
+	must(t, "allow-origin hint", expect.Locator(page.Locator("#allow-cmd")).ToHaveText("browser-agent serve --allow-origin "+origin))
+	must(t, "default server", expect.Locator(page.Locator("#server-url")).ToHaveValue("http://127.0.0.1:8080"))
+	must(t, "fill bad", page.Locator("#server-url").Fill("ftp://example.com/x"))
+	must(t, "save bad", page.Locator("#save").Click())
+	must(t, "refused", expect.Locator(page.Locator("#status")).ToHaveText("Use an http or https URL."))
+	must(t, "fill", page.Locator("#server-url").Fill(ts.URL+"/"))
+	must(t, "save", page.Locator("#save").Click())
+	must(t, "saved", expect.Locator(page.Locator("#status")).ToHaveText("Saved: "+ts.URL))
+	shot(t, page, "extension-options")
+
+	_, err = page.Goto(origin + "/sidepanel.html")
+	must(t, "side panel", err)
+	must(t, "server shown", expect.Locator(page.Locator("#server")).ToHaveText(ts.URL))
+	must(t, "five presets", expect.Locator(page.Locator("#presets button.preset")).ToHaveCount(5))
+	must(t, "simulated labelled", expect.Locator(page.Locator("#presets .tag-simulated")).ToHaveCount(2))
+	shot(t, page, "extension-sidepanel-presets")
+	must(t, "click lookup", page.Locator(`button[data-preset="lookup"]`).Click())
+	must(t, "steps stream", expect.Locator(page.Locator("#steps li").First()).ToBeVisible())
+	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
+	must(t, "frame", expect.Locator(page.Locator("#frame")).ToBeVisible())
+	must(t, "fields", expect.Locator(page.Locator(".fields dt").First()).ToHaveText("Record ID"))
+	shot(t, page, "extension-sidepanel-result")
+	must(t, "click blocked-write", page.Locator(`button[data-preset="blocked-write"]`).Click())
+	must(t, "blocked", expect.Locator(page.Locator(`.result-view[data-status="blocked"]`)).ToBeVisible())
+	must(t, "denial stands out", expect.Locator(page.Locator("#steps li.deny")).ToHaveCount(1))
+	must(t, "simulated banner", expect.Locator(page.Locator("#simulated-banner")).ToBeVisible())
+	shot(t, page, "extension-sidepanel-blocked")
+}

@@ -1,0 +1,563 @@
+// Package web serves the live demo: one page with the five presets, a task box, a live view of the
+// agent's browser, the steps as they happen and the result; a JSON API with a Server-Sent Events
+// stream for the page, the Chrome side panel and scripts; and the public-run limits (one run at a
+// time, runs per visitor per hour, a daily model-spend cap after which a recorded real run plays,
+// failing closed when the spend ledger cannot be read).
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// Ledger is the daily model-spend ledger; *audit.Store is one.
+type Ledger interface {
+	SpendOn(ctx context.Context, day string) (float64, error)
+	AddSpend(ctx context.Context, day string, usd float64) error
+}
+
+var _ Ledger = (*audit.Store)(nil)
+
+// Limits are the public-run limits. A zero field takes its default (DefaultLimits).
+type Limits struct {
+	Concurrent    int           // runs at a time (1)
+	Queue         int           // runs that may wait for a slot; the others get 429 (0)
+	PerVisitor    int           // runs per visitor per Window, recorded ones included (5)
+	Window        time.Duration // (1 h)
+	DailySpendUSD float64       // model spend per UTC day; past it recorded runs play ($3)
+	RunDeadline   time.Duration // bounds one live run (2 min)
+	BusyRetry     time.Duration // Retry-After per run ahead when busy (15 s)
+	Streams       int           // open event streams (256)
+	VisitorStream int           // open event streams per visitor (8)
+	KeepRuns      int           // finished runs kept for GET (64)
+}
+
+// DefaultLimits are the live demo's limits: one run at a time, 5 runs per visitor per hour, $3 of
+// model spend a day.
+func DefaultLimits() Limits {
+	return Limits{
+		Concurrent: 1, Queue: 0, PerVisitor: 5, Window: time.Hour, DailySpendUSD: 3,
+		RunDeadline: 2 * time.Minute, BusyRetry: 15 * time.Second, Streams: 256, VisitorStream: 8, KeepRuns: 64,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	pick := func(v, def int) int {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	pickD := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	out := Limits{
+		Concurrent: pick(l.Concurrent, d.Concurrent), Queue: max(l.Queue, 0), PerVisitor: pick(l.PerVisitor, d.PerVisitor),
+		Window: pickD(l.Window, d.Window), DailySpendUSD: l.DailySpendUSD, RunDeadline: pickD(l.RunDeadline, d.RunDeadline),
+		BusyRetry: pickD(l.BusyRetry, d.BusyRetry), Streams: pick(l.Streams, d.Streams),
+		VisitorStream: pick(l.VisitorStream, d.VisitorStream), KeepRuns: pick(l.KeepRuns, d.KeepRuns),
+	}
+	if !(out.DailySpendUSD > 0) || math.IsInf(out.DailySpendUSD, 0) {
+		out.DailySpendUSD = d.DailySpendUSD
+	}
+	return out
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithLauncher sets the browser each live run drives. Without it live runs end in an error.
+func WithLauncher(l Launcher) Option { return func(s *Server) { s.launch = l } }
+
+// WithModel sets the model of live runs: name is recorded when f fails, f builds one per run.
+func WithModel(name string, f ModelFunc) Option {
+	return func(s *Server) { s.modelName, s.model = name, f }
+}
+
+// WithRecorder records every live run and its steps (the audit store).
+func WithRecorder(r coordinator.Recorder) Option { return func(s *Server) { s.rec = r } }
+
+// WithLedger sets the spend ledger. Without one, no live run is allowed: recorded runs play.
+func WithLedger(l Ledger) Option { return func(s *Server) { s.ledger = l } }
+
+// WithClock sets the clock of the limits, the ledger's day and the coordinator (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Server) { s.clock = now } }
+
+// WithLimits sets the public-run limits.
+func WithLimits(l Limits) Option { return func(s *Server) { s.limits = l.withDefaults() } }
+
+// WithTrustedProxies sets the proxies whose X-Forwarded-For is believed.
+func WithTrustedProxies(p ...netip.Prefix) Option {
+	return func(s *Server) { s.trusted = append(s.trusted, p...) }
+}
+
+// WithAllowedOrigins lets pages of these origins (e.g. "chrome-extension://ID", the side panel)
+// call the API: they get CORS headers and may start runs.
+func WithAllowedOrigins(origins ...string) Option {
+	return func(s *Server) {
+		for _, o := range origins {
+			s.origins[o] = true
+		}
+	}
+}
+
+// WithRecordings sets the recorded runs played instead of live ones (default: the embedded ones).
+func WithRecordings(recs []Recording) Option {
+	return func(s *Server) {
+		s.recordings = map[string]Recording{}
+		for _, r := range recs {
+			s.recordings[r.Preset] = r
+		}
+	}
+}
+
+// WithPlayback sets how a recorded run is paced: speed multiplies its recorded gaps (0 plays it at
+// once) and no gap is longer than maxGap. Default 1 and 1.5 s.
+func WithPlayback(speed float64, maxGap time.Duration) Option {
+	return func(s *Server) { s.speed, s.maxGap = max(speed, 0), maxGap }
+}
+
+// WithFrames turns the live view on or off (default on).
+func WithFrames(on bool) Option { return func(s *Server) { s.frames = on } }
+
+// WithLogf sets where the server's diagnostic lines go (never page text).
+func WithLogf(f func(format string, args ...any)) Option {
+	return func(s *Server) {
+		if f != nil {
+			s.logf = f
+		}
+	}
+}
+
+// Server is the live demo's HTTP handler. Close stops its runs.
+type Server struct {
+	pol        *policy.Policy
+	launch     Launcher
+	model      ModelFunc
+	modelName  string
+	rec        coordinator.Recorder
+	ledger     Ledger
+	clock      func() time.Time
+	limits     Limits
+	trusted    []netip.Prefix
+	origins    map[string]bool
+	recordings map[string]Recording
+	speed      float64
+	maxGap     time.Duration
+	frames     bool
+	logf       func(string, ...any)
+	handler    http.Handler
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	slots  chan struct{}
+
+	mu       sync.Mutex
+	closed   bool
+	live     int // live runs admitted and not finished: running and queued
+	queue    []*run
+	visits   map[string][]time.Time
+	streams  int
+	vstreams map[string]int
+	runs     map[string]*run
+	order    []string // run IDs, oldest first
+
+	ledgerMu sync.Mutex
+	unpaid   map[string]float64 // spend not yet written to the ledger, by day
+}
+
+// New returns a Server for pol. The recorded runs default to the embedded ones.
+func New(pol *policy.Policy, opts ...Option) (*Server, error) {
+	if pol == nil || len(pol.Sites()) == 0 {
+		return nil, errors.New("web: a policy with at least one site is needed")
+	}
+	s := &Server{
+		pol: pol, clock: time.Now, limits: DefaultLimits(), origins: map[string]bool{},
+		speed: 1, maxGap: 1500 * time.Millisecond, frames: true, logf: func(string, ...any) {},
+		visits: map[string][]time.Time{}, vstreams: map[string]int{}, runs: map[string]*run{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.recordings == nil {
+		recs, err := EmbeddedRecordings()
+		if err != nil {
+			return nil, fmt.Errorf("web: %w", err)
+		}
+		WithRecordings(recs)(s)
+	}
+	s.slots = make(chan struct{}, s.limits.Concurrent)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Close ends every stream, cancels the runs in progress and waits for them.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// ServeHTTP serves the page, its static files and the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Why a recorded run plays instead of a live one.
+const (
+	WhySpendCap = "daily model-spend cap reached"
+	WhyLedger   = "spend ledger unavailable"
+)
+
+// liveAllowed checks the spend ledger before a live run. Anything but a readable ledger under the
+// cap, with every charge written, means no live run: it fails closed.
+func (s *Server) liveAllowed(ctx context.Context) (bool, string) {
+	if s.ledger == nil {
+		return false, WhyLedger
+	}
+	s.ledgerMu.Lock()
+	defer s.ledgerMu.Unlock()
+	if err := s.flushLocked(ctx); err != nil {
+		s.logf("web: spend ledger: %v", err)
+		return false, WhyLedger
+	}
+	spent, err := s.ledger.SpendOn(ctx, audit.Day(s.clock()))
+	if err != nil || math.IsNaN(spent) {
+		s.logf("web: spend ledger: %v", err)
+		return false, WhyLedger
+	}
+	if spent >= s.limits.DailySpendUSD {
+		return false, WhySpendCap
+	}
+	return true, ""
+}
+
+// charge adds a live run's model spend to the ledger. An amount the ledger cannot take is kept,
+// on its day, and live runs stop until it is written.
+func (s *Server) charge(usd float64) {
+	if s.ledger == nil || !(usd > 0) || math.IsInf(usd, 0) {
+		return
+	}
+	s.ledgerMu.Lock()
+	defer s.ledgerMu.Unlock()
+	if s.unpaid == nil {
+		s.unpaid = map[string]float64{}
+	}
+	s.unpaid[audit.Day(s.clock())] += usd
+	if err := s.flushLocked(context.Background()); err != nil {
+		s.logf("web: spend ledger: charging $%.4f: %v", usd, err)
+	}
+}
+
+// flushLocked writes the unpaid amounts to the ledger. s.ledgerMu is held.
+func (s *Server) flushLocked(ctx context.Context) error {
+	for day, usd := range s.unpaid {
+		if err := s.ledger.AddSpend(ctx, day, usd); err != nil {
+			return err
+		}
+		delete(s.unpaid, day)
+	}
+	return nil
+}
+
+// unpaidCount is the number of days with spend not yet in the ledger.
+func (s *Server) unpaidCount() int {
+	s.ledgerMu.Lock()
+	defer s.ledgerMu.Unlock()
+	return len(s.unpaid)
+}
+
+// limitError is a 429.
+type limitError struct {
+	stopping bool // 503, not 429
+	msg      string
+	retry    time.Duration
+	running  int
+	queued   int
+}
+
+// admit counts a new run against the visitor's quota and, for a live run, takes a slot or a place
+// in the queue. Both are decided under one lock: of many concurrent requests exactly as many as
+// there are slots get in. The caller must then start the run with startLive or startPlayback.
+func (s *Server) admit(visitor string, info RunInfo, live bool) (*run, *limitError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, &limitError{msg: "the server is stopping", retry: 30 * time.Second, stopping: true}
+	}
+	now := s.clock()
+	visits := s.visits[visitor]
+	keep := visits[:0]
+	for _, t := range visits {
+		if now.Sub(t) < s.limits.Window {
+			keep = append(keep, t)
+		}
+	}
+	visits = keep
+	if len(visits) >= s.limits.PerVisitor {
+		s.visits[visitor] = visits
+		retry := visits[0].Add(s.limits.Window).Sub(now)
+		per := "hour"
+		if s.limits.Window != time.Hour {
+			per = human(s.limits.Window)
+		}
+		return nil, &limitError{
+			msg:   fmt.Sprintf("visitor limit: %d runs per %s; try again in %s", s.limits.PerVisitor, per, human(retry)),
+			retry: retry,
+		}
+	}
+	place := 0
+	if live {
+		running := min(s.live, s.limits.Concurrent)
+		queued := s.live - running
+		if s.live >= s.limits.Concurrent+s.limits.Queue {
+			retry := s.limits.BusyRetry * time.Duration(queued+1)
+			msg := fmt.Sprintf("busy: one run at a time; %d running, %d waiting; try again in %s", running, queued, human(retry))
+			if s.limits.Concurrent > 1 {
+				msg = fmt.Sprintf("busy: %d runs at a time; %d running, %d waiting; try again in %s", s.limits.Concurrent, running, queued, human(retry))
+			}
+			return nil, &limitError{msg: msg, retry: retry, running: running, queued: queued}
+		}
+		if s.live >= s.limits.Concurrent {
+			place = queued + 1
+		}
+	}
+	s.visits[visitor] = append(visits, now)
+	s.pruneVisitsLocked(now)
+	state := StateRunning
+	if place > 0 {
+		state = StateQueued
+	}
+	info.State, info.Place = state, place
+	r := newRun(newRunID(), visitor, now, info)
+	if live {
+		s.live++
+		if place > 0 {
+			s.queue = append(s.queue, r)
+		}
+	}
+	s.runs[r.id] = r
+	s.order = append(s.order, r.id)
+	s.evictLocked()
+	// The caller starts the run's goroutine; counting it here, under the lock that Close takes
+	// first, keeps Add from racing Close's Wait.
+	s.wg.Add(1)
+	r.setState(state, place, nil)
+	return r, nil
+}
+
+// pruneVisitsLocked forgets visitors with no run in the window, so the map stays bounded by the
+// visitors of the last window.
+func (s *Server) pruneVisitsLocked(now time.Time) {
+	if len(s.visits) < 1024 {
+		return
+	}
+	for v, ts := range s.visits {
+		if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= s.limits.Window {
+			delete(s.visits, v)
+		}
+	}
+}
+
+// evictLocked forgets the oldest finished runs beyond KeepRuns.
+func (s *Server) evictLocked() {
+	for i := 0; len(s.order) > s.limits.KeepRuns && i < len(s.order); {
+		r := s.runs[s.order[i]]
+		if r != nil && !r.isDone() {
+			i++
+			continue
+		}
+		delete(s.runs, s.order[i])
+		s.order = append(s.order[:i], s.order[i+1:]...)
+	}
+}
+
+func (s *Server) lookup(id string) *run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[id]
+}
+
+// startLive runs r in the background: it waits for a slot (when it was queued, re-checking the
+// ledger once it has one) and runs the task.
+func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
+	waited := r.snapshot().State == StateQueued
+	go func() {
+		defer s.wg.Done()
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			s.dequeue(r)
+			s.doneLive()
+			r.finish(errorResult(r.snapshot().RunInfo, s.clock().UTC(), "run canceled: the server is stopping"))
+			return
+		}
+		s.dequeue(r)
+		if waited {
+			if ok, why := s.liveAllowed(s.ctx); !ok {
+				<-s.slots
+				s.doneLive()
+				rec, other, found := s.recordingFor(task, preset)
+				r.setState(StateRunning, 0, func(i *RunInfo) { recorded(i, rec, other, found, why) })
+				s.playback(r, rec, found)
+				return
+			}
+			r.setState(StateRunning, 0, nil)
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.limits.RunDeadline+30*time.Second)
+		defer cancel()
+		opts := []coordinator.Option{coordinator.WithClock(s.clock), coordinator.WithDeadline(s.limits.RunDeadline)}
+		if s.rec != nil {
+			opts = append(opts, coordinator.WithRecorder(s.rec))
+		}
+		res, _ := Execute(ctx, RunSpec{
+			Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
+			Launch: s.launch, Options: opts, Frames: s.frames,
+		}, r.moment)
+		// Charged and the slot given back before the result is out: whoever sees the result can
+		// start the next run, and it is checked against this run's spend.
+		s.charge(res.Usage.CostUSD)
+		<-s.slots
+		s.doneLive()
+		r.finish(resultJSON(res))
+	}()
+}
+
+// doneLive gives back a live run's count.
+func (s *Server) doneLive() {
+	s.mu.Lock()
+	s.live--
+	s.mu.Unlock()
+}
+
+// dequeue takes r out of the queue and tells the runs behind it their new place.
+func (s *Server) dequeue(r *run) {
+	s.mu.Lock()
+	i := slices.Index(s.queue, r)
+	if i < 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.queue = slices.Delete(s.queue, i, i+1)
+	behind := slices.Clone(s.queue[i:])
+	s.mu.Unlock()
+	for j, q := range behind {
+		q.setState(StateQueued, i+j+1, nil)
+	}
+}
+
+// recordingFor picks the recorded run played for a task: the preset's own, else the preset of the
+// same record, else the lookup preset.
+func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording, bool, bool) {
+	if rec, ok := s.recordings[preset.Name]; ok && preset.Name != "" {
+		return rec, false, true
+	}
+	t, _ := policy.ParseTask(task)
+	for _, p := range coordinator.Presets() {
+		pt, _ := policy.ParseTask(p.Task)
+		if rec, ok := s.recordings[p.Name]; ok && !p.Simulated && pt.RecordID == t.RecordID {
+			return rec, rec.Result.Task != task, true
+		}
+	}
+	rec, ok := s.recordings["lookup"]
+	return rec, true, ok
+}
+
+// recorded labels a run that plays rec (ok: there is one) because of why.
+func recorded(info *RunInfo, rec Recording, other, ok bool, why string) {
+	if !ok {
+		info.Recorded = &RecordedInfo{Why: why}
+		return
+	}
+	info.Recorded = &RecordedInfo{
+		Why: why, Preset: rec.Preset, Task: rec.Result.Task, Model: rec.Result.Model, Browser: rec.Browser,
+		RecordedAt: rec.RecordedAt, OtherTask: other,
+	}
+	info.Model = rec.Result.Model
+	info.Simulated = rec.Result.Simulated
+}
+
+// startPlayback plays a recorded run in the background.
+func (s *Server) startPlayback(r *run, rec Recording, ok bool) {
+	go func() {
+		defer s.wg.Done()
+		s.playback(r, rec, ok)
+	}()
+}
+
+// playback plays a recorded run in place of a live one, paced like the real run. r's info already
+// carries the recorded label.
+func (s *Server) playback(r *run, rec Recording, ok bool) {
+	info := r.snapshot().RunInfo
+	if !ok {
+		r.finish(errorResult(info, s.clock().UTC(), "live runs are paused ("+info.Recorded.Why+") and no recorded run is available"))
+		return
+	}
+	prev := int64(0)
+	for _, m := range rec.Timeline {
+		gap := time.Duration(float64(time.Duration(m.AtMS-prev)*time.Millisecond) * s.speed)
+		prev = m.AtMS
+		if gap > s.maxGap {
+			gap = s.maxGap
+		}
+		if gap > 0 {
+			t := time.NewTimer(gap)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				r.finish(errorResult(info, s.clock().UTC(), "run canceled: the server is stopping"))
+				return
+			}
+		}
+		r.moment(m)
+	}
+	r.finish(rec.Result)
+}
+
+func newRunID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// human writes a duration for a person: "15 s", "3 min", "1 h".
+func human(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "1 s"
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%d s", int(math.Ceil(d.Seconds())))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%d min", int(math.Ceil(d.Minutes())))
+	default:
+		return fmt.Sprintf("%d h", int(math.Ceil(d.Hours())))
+	}
+}
+
+// retrySeconds is a Retry-After value: whole seconds, at least 1.
+func retrySeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
