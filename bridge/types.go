@@ -134,15 +134,14 @@ const (
 
 // Reason phrases of the bridge's own denials (the policy's are policy.Reason*).
 const (
-	ReasonNotRequested   = "navigation not started by the bridge"
-	ReasonPopup          = "popup"
-	ReasonWebSocket      = "websocket"
-	ReasonFrameCap       = "frame cap"
-	ReasonHopLimit       = "redirect hop limit"
-	ReasonRedirectLoop   = "redirect loop"
-	ReasonRedirectNoLoc  = "redirect without location"
-	ReasonFetchFailed    = "fetch failed"
-	ReasonClosed         = "session closed"
-	ReasonOutsideRoute   = "request outside the route"
-	ReasonNotFulfillable = "response not fulfillable"
+	ReasonNotRequested  = "navigation not started by the bridge"
+	ReasonPopup         = "popup"
+	ReasonWebSocket     = "websocket"
+	ReasonFrameCap      = "frame cap"
+	ReasonHopLimit      = "redirect hop limit"
+	ReasonRedirectLoop  = "redirect loop"
+	ReasonRedirectNoLoc = "redirect without location"
+	ReasonFetchFailed   = "fetch failed"
+	ReasonClosed        = "session closed"
+	ReasonOutsideRoute  = "request outside the route"
 )
