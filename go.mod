@@ -3,19 +3,22 @@ module github.com/browser-agent/browser-agent
 go 1.26.0
 
 require (
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/mxschmitt/playwright-go v0.6401.0
+	github.com/nlnwa/whatwg-url v0.6.2
+	github.com/openai/openai-go/v3 v3.98.0
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/net v0.60.0
+)
+
+require (
 	github.com/bits-and-blooms/bitset v1.20.0 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/deckarep/golang-set/v2 v2.8.0 // indirect
 	github.com/go-stack/stack v1.8.1 // indirect
-	github.com/mattn/go-sqlite3 v1.14.53 // indirect
-	github.com/mxschmitt/playwright-go v0.6401.0 // indirect
-	github.com/nlnwa/whatwg-url v0.6.2 // indirect
-	github.com/openai/openai-go/v3 v3.98.0 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
