@@ -74,11 +74,7 @@ func runCmd(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	dbPath := *dbFile
-	if dbPath == "" {
-		dbPath = audit.DefaultPath()
-	}
-	store, err := audit.Open(dbPath)
+	store, err := openStore(*dbFile)
 	if err != nil {
 		return err
 	}
@@ -107,20 +103,13 @@ func runCmd(e *env, args []string) error {
 	if _, err := policy.ParseTask(task); err != nil {
 		return report(e, coordinator.New(nil, opts...).Reject(ctx, ra, err.Error()), *asJSON)
 	}
-	var pol *policy.Policy
-	if *polFile == "" {
-		srv, err := startDemo(ctx)
-		if err != nil {
-			return fmt.Errorf("start the demo site: %w", err)
-		}
-		defer srv.Close()
-		fmt.Fprintf(e.stderr, "demo site at %s\n", srv.URL)
-		if pol, err = loadPolicy("", srv.URL); err != nil {
-			return err
-		}
-	} else if pol, err = policy.Load(*polFile); err != nil {
+	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
+	if isLoadError(err) {
 		return report(e, coordinator.New(nil, opts...).Reject(ctx, ra, "policy: "+err.Error()), *asJSON)
+	} else if err != nil {
+		return err
 	}
+	defer stopSite()
 	c := coordinator.New(pol, opts...)
 	model, err := buildModel(kind, arg, pol)
 	if err != nil {

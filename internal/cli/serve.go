@@ -91,30 +91,19 @@ func serveCmd(e *env, args []string) error {
 	ctx, stop := serveContext()
 	defer stop()
 
-	dbPath := *dbFile
-	if dbPath == "" {
-		dbPath = audit.DefaultPath()
-	}
-	store, err := audit.Open(dbPath)
+	store, err := openStore(*dbFile)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 
-	var pol *policy.Policy
-	if *polFile == "" {
-		srv, err := startDemo(ctx)
-		if err != nil {
-			return fmt.Errorf("start the demo site: %w", err)
-		}
-		defer srv.Close()
-		fmt.Fprintf(e.stderr, "demo site at %s\n", srv.URL)
-		if pol, err = loadPolicy("", srv.URL); err != nil {
-			return err
-		}
-	} else if pol, err = policy.Load(*polFile); err != nil {
+	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
+	if isLoadError(err) {
 		return &ExitError{Code: ExitUsage, Err: err}
+	} else if err != nil {
+		return err
 	}
+	defer stopSite()
 	// An unapproved or unreadable model is refused now, not on every run.
 	if _, err := buildModel(kind, arg, pol); err != nil {
 		return &ExitError{Code: ExitUsage, Err: err}
