@@ -9,6 +9,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,18 +30,19 @@ import (
 // escapeKinds are the requests the escape page makes that must never arrive: each is a path on
 // the canary (a port the policy does not allow) or a write on the allowed site.
 var escapeKinds = []string{
-	"img",          // a plain subresource to another origin
-	"redirect",     // the second hop of a redirect chain that starts on the allowed site
-	"worker-ws",    // a WebSocket opened from a dedicated Worker
-	"worker-fetch", // a fetch from a dedicated Worker
-	"shared-fetch", // a fetch from a SharedWorker
-	"beacon",       // sendBeacon while the page unloads
-	"keepalive",    // keepalive fetch while the page unloads
-	"download",     // <a download> to another origin
-	"spec-prefetch",
-	"site-ws",     // a WebSocket to the allowed (http) origin itself
-	"site-post",   // a POST to the allowed origin
-	"site-delete", // a GET to a write route of the allowed origin
+	"img",            // a plain subresource to another origin
+	"redirect",       // the second hop of a redirect chain that starts on the allowed site
+	"worker-ws",      // a WebSocket opened from a dedicated Worker
+	"worker-fetch",   // a fetch from a dedicated Worker
+	"shared-fetch",   // a fetch from a SharedWorker
+	"beacon",         // sendBeacon while the page unloads
+	"keepalive",      // keepalive fetch while the page unloads
+	"download",       // <a download> to another origin
+	"spec-prefetch",  // speculation-rules prefetch to another origin
+	"spec-prerender", // speculation-rules prerender to another origin
+	"site-ws",        // a WebSocket to the allowed (http) origin itself
+	"site-post",      // a POST to the allowed origin
+	"site-delete",    // a GET to a write route of the allowed origin
 }
 
 // escapeFixture is an allowed site serving the escape page and a canary. Requests are counted
@@ -105,12 +108,14 @@ func newEscapeFixture(t *testing.T) *escapeFixture {
 
 const escapePage = `<!doctype html><html><head><title>escape</title>
 <script type="speculationrules">
-{"prefetch": [{"source": "list", "urls": ["CANARY/c/KEY/spec-prefetch"]}]}
+{"prefetch": [{"source": "list", "urls": ["CANARY/c/KEY/spec-prefetch"]}],
+ "prerender": [{"source": "list", "urls": ["CANARY/c/KEY/spec-prerender"]}]}
 </script>
 </head><body><p>escape</p>
 <img src="CANARY/c/KEY/img">
 <img src="/hop/KEY">
 <a id="dl" href="CANARY/c/KEY/download" download>download</a>
+<a href="CANARY/c/KEY/spec-prerender">next</a>
 <script>
 const C = 'CANARY/c/KEY';
 new Worker('/p/KEY/worker.js');
@@ -463,4 +468,84 @@ func sortedKinds() []string {
 	k := slices.Clone(escapeKinds)
 	slices.Sort(k)
 	return k
+}
+
+// backgroundFlags are the default switches that keep Chromium's own background traffic down; the
+// background-traffic test removes them, so that there is traffic to stop.
+var backgroundFlags = []string{"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-field-trial-config"}
+
+// TestChromiumBackgroundTraffic shows that Chromium's own requests (its update, sync and account
+// hosts) go through the proxy and are denied there. The positive control maps every name to a
+// loopback TCP counter in an unguarded browser, to show that such traffic happens at all.
+func TestChromiumBackgroundTraffic(t *testing.T) {
+	pol, err := policy.Parse([]byte("version: 1\nsites:\n  - origin: http://127.0.0.1:9\n    read: [/]\n"), "bg.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(t), SkipInstallBrowsers: true, Stdout: os.Stderr, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatalf("playwright driver: %v: run scripts/setup (or make setup)", err)
+	}
+	defer pw.Stop()
+	launch := func(t *testing.T, opts playwright.BrowserTypeLaunchOptions) {
+		t.Helper()
+		opts.ExecutablePath = playwright.String(chromiumPath())
+		opts.Headless = playwright.Bool(true)
+		opts.ChromiumSandbox = playwright.Bool(os.Geteuid() != 0)
+		opts.IgnoreDefaultArgs = backgroundFlags
+		b, err := pw.Chromium.Launch(opts)
+		if err != nil {
+			t.Fatalf("launch chromium: %v", err)
+		}
+		t.Cleanup(func() { b.Close() })
+	}
+
+	t.Run("positive control: unguarded chromium sends its own requests", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		var conns atomic.Int64
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conns.Add(1)
+				c.Close()
+			}
+		}()
+		launch(t, playwright.BrowserTypeLaunchOptions{Args: []string{"--host-resolver-rules=MAP * " + ln.Addr().String()}})
+		if !eventually(20*time.Second, func() bool { return conns.Load() > 0 }) {
+			t.Fatalf("an unguarded chromium made no request of its own in 20 s: this test cannot fail")
+		}
+	})
+
+	t.Run("through the proxy: every one denied", func(t *testing.T) {
+		var rec decisions
+		p, err := proxy.Start(context.Background(), pol, proxy.WithDecisionHook(rec.hook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		user, pass := p.Credentials()
+		launch(t, playwright.BrowserTypeLaunchOptions{
+			Proxy: &playwright.Proxy{Server: p.Server(), Username: playwright.String(user), Password: playwright.String(pass)},
+			Args:  p.ChromiumArgs(),
+		})
+		// No page is opened: every request the proxy sees is Chromium's own. Playwright answers the
+		// proxy's credential challenge for pages only, so most of them stop at the 407.
+		reached := func() bool { return len(rec.all()) > 0 || p.Stats().AuthChallenges > 0 }
+		if !eventually(20*time.Second, reached) {
+			t.Fatalf("no request of Chromium's own reached the proxy in 20 s: its background traffic is not going through it")
+		}
+		p.Close()
+		st := p.Stats()
+		if st.Allowed != 0 {
+			t.Errorf("the proxy allowed %d of Chromium's own requests: %q", st.Allowed, describe(rec.all()))
+		}
+		t.Logf("Chromium's own requests at the proxy: %d refused for want of the credential, %d denied: %q", st.AuthChallenges, st.Denied, describe(rec.all()))
+	})
 }
