@@ -220,7 +220,8 @@ func TestNoSecretLeaves(t *testing.T) {
 ]}`, srv.URL))
 	o := run(t, "--task", "Look up SYN-0042", "--policy", pol, "--model", "script:"+script)
 	if o.res.Status != "human_action_required" || o.code != 5 {
-		t.Fatalf("got %s (exit %d): %s, want human_action_required (exit 5)\nstderr:\n%s", o.res.Status, o.code, o.res.Reason, o.stderr)
+		// Not fatal: what leaked is searched for below all the same.
+		t.Errorf("got %s (exit %d): %s, want human_action_required (exit 5)\nstderr:\n%s", o.res.Status, o.code, o.res.Reason, o.stderr)
 	}
 	if signinHits.Load() == 0 {
 		t.Fatalf("the sign-in page was never fetched: the test did not reach the secrets")
