@@ -11,8 +11,8 @@ import (
 // BenchmarkGuardedVsUnguarded times, on the same page, a guarded navigation plus read (Open, which
 // fetches every hop itself, scans every frame for credential fields and reads in isolated worlds,
 // then Read) against an unguarded Goto plus InnerText, and reports both and their ratio.
-// The default settle (150 ms waited after load, for late scripts) is most of the difference; the
-// settle=0 run shows the cost of the guards alone.
+// The default settle (after load, until the route has been quiet for 30 ms, at most 150 ms) is part
+// of the difference; the settle=0 run shows the cost of the guards alone.
 func BenchmarkGuardedVsUnguarded(b *testing.B) {
 	b.Run("settle=default", func(b *testing.B) { benchGuarded(b) })
 	b.Run("settle=0", func(b *testing.B) { benchGuarded(b, WithSettle(0)) })

@@ -140,8 +140,10 @@ func WithChunkSize(n int) Option {
 	}
 }
 
-// WithSettle sets how long Open waits after the page's load event before it checks the page for
-// credential fields and reads it. Default 150 ms.
+// WithSettle sets the longest Open waits after the page's load event, for the requests the page
+// makes late, before it checks the page for credential fields and reads it. Open reads earlier
+// once no request has been in the bridge's route for 30 ms (so a quiet page is read 30 ms after
+// load). Default 150 ms; 0 reads at once.
 func WithSettle(d time.Duration) Option {
 	return func(c *config) {
 		if d >= 0 {

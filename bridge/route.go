@@ -200,6 +200,8 @@ var dropHeaders = map[string]bool{
 // allowed request is fetched by the bridge (redirect hops decided) and fulfilled with the final
 // response; everything else is aborted before it leaves.
 func (s *Session) handleRoute(r playwright.Route) {
+	s.activity(1)
+	defer s.activity(-1)
 	req := r.Request()
 	method, raw, rtype := req.Method(), req.URL(), req.ResourceType()
 	frame := FrameNone
@@ -319,6 +321,7 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 
 // handleWebSocket closes every WebSocket the page opens; the route never connects to a server.
 func (s *Session) handleWebSocket(ws playwright.WebSocketRoute) {
+	s.activity(0)
 	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(ws.URL()), ResourceType: "websocket", Frame: FrameNone,
 		Verdict: policy.Deny, Reason: ReasonWebSocket})
 	ws.Close(playwright.WebSocketRouteCloseOptions{Code: playwright.Int(1008), Reason: playwright.String("blocked by browser-agent")})

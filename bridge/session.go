@@ -67,6 +67,11 @@ type Session struct {
 	expired   atomic.Bool
 	timer     *time.Timer
 
+	// The settle after load watches the route: requests in its handlers, and when one last
+	// started or ended (unix ns).
+	inflight   atomic.Int64
+	lastActive atomic.Int64
+
 	op sync.Mutex // serializes the page operations
 
 	mu        sync.Mutex
@@ -400,7 +405,7 @@ func (s *Session) Open(ctx context.Context, url string) (Page, error) {
 	if !used {
 		return page, fmt.Errorf("open %s: the browser did not load the bridge's response", redactURL(f.url))
 	}
-	if err := sleepCtx(ctx, s.cfg.settle); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return page, fmt.Errorf("open %s: %w", redactURL(f.url), err)
 	}
 
@@ -648,6 +653,41 @@ func deadlineOf(ctx context.Context) time.Time {
 		return dl
 	}
 	return time.Now().Add(DefaultNavigationTimeout)
+}
+
+// settleQuiet is how long the page's requests must have been quiet after load (none in the
+// route's handlers, none started or ended) before Open reads the page early.
+const settleQuiet = 30 * time.Millisecond
+
+// activity marks a request entering or leaving the route, for settle.
+func (s *Session) activity(delta int64) {
+	s.lastActive.Store(time.Now().UnixNano())
+	s.inflight.Add(delta)
+}
+
+// settle waits, after the page's load event, for the requests the page makes late (scripts run
+// at load, timers, lazy images) to be over: until no request has been in the route's handlers
+// for settleQuiet, and at most the configured settle. A page that makes no request after load
+// is read settleQuiet after it; a busy page waits the whole settle.
+func (s *Session) settle(ctx context.Context) error {
+	if s.cfg.settle <= 0 {
+		return ctx.Err()
+	}
+	start := time.Now()
+	end := start.Add(s.cfg.settle)
+	for {
+		now := time.Now()
+		if !now.Before(end) {
+			return ctx.Err()
+		}
+		quietSince := max(start.UnixNano(), s.lastActive.Load())
+		if s.inflight.Load() == 0 && now.UnixNano()-quietSince >= int64(settleQuiet) {
+			return ctx.Err()
+		}
+		if err := sleepCtx(ctx, min(5*time.Millisecond, end.Sub(now))); err != nil {
+			return err
+		}
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

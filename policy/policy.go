@@ -220,7 +220,8 @@ func (p *Policy) DecideURL(method string, u *URL) Decision {
 	}
 	host := normalizeHost(u.Host())
 	port := u.Port()
-	var candidates []*site
+	var buf [4]*site
+	candidates := buf[:0] // on the stack for the usual one or two sites
 	hostSeen := false
 	for i := range p.sites {
 		s := &p.sites[i]
@@ -240,12 +241,12 @@ func (p *Policy) DecideURL(method string, u *URL) Decision {
 		}
 		return d
 	}
-	if w, where := p.findWriteWord(u); w != "" {
+	segs := splitPath(u.Path())
+	if w, where := p.findWriteWordSegs(u, segs); w != "" {
 		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
 		d.Reason = ReasonWriteWord
 		return d
 	}
-	segs := splitPath(u.Path())
 	for _, s := range candidates {
 		for _, r := range s.routes {
 			if r.match(segs) {

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // DefaultWriteWords are the words that make a URL a write, wherever they stand in its path or query.
@@ -25,7 +26,12 @@ const maxDecodeRounds = 4
 // findWriteWord returns the first write word found in u's path segments, query names or query
 // values, and where it was found ("path", "query name", "query value").
 func (p *Policy) findWriteWord(u *URL) (word, where string) {
-	for _, seg := range splitPath(u.Path()) {
+	return p.findWriteWordSegs(u, splitPath(u.Path()))
+}
+
+// findWriteWordSegs is findWriteWord for a URL whose path the caller has already split.
+func (p *Policy) findWriteWordSegs(u *URL, segs []string) (word, where string) {
+	for _, seg := range segs {
 		if w := p.writeWordIn(seg); w != "" {
 			return w, "path"
 		}
@@ -34,7 +40,7 @@ func (p *Policy) findWriteWord(u *URL) (word, where string) {
 	if q == "" {
 		return "", ""
 	}
-	for _, pair := range strings.Split(q, "&") {
+	for pair := range strings.SplitSeq(q, "&") {
 		name, value, _ := strings.Cut(pair, "=")
 		if w := p.writeWordIn(strings.ReplaceAll(name, "+", " ")); w != "" {
 			return w, "query name"
@@ -49,10 +55,11 @@ func (p *Policy) findWriteWord(u *URL) (word, where string) {
 // writeWordIn checks s and each of its percent-decodings for a write word.
 func (p *Policy) writeWordIn(s string) string {
 	for range maxDecodeRounds {
-		for _, w := range words(s) {
-			if p.writeWords[w] {
-				return w
-			}
+		if w := p.writeWordInWords(s); w != "" {
+			return w
+		}
+		if strings.IndexByte(s, '%') < 0 {
+			break // nothing to decode: the next round would see the same string
 		}
 		d, err := url.PathUnescape(s)
 		if err != nil {
@@ -66,6 +73,82 @@ func (p *Policy) writeWordIn(s string) string {
 	}
 	return ""
 }
+
+// writeWordInWords returns the first of words(s) that is a write word. For ASCII s (nearly every
+// URL) it splits and lower-cases in place, with words' exact rules and without allocating.
+func (p *Policy) writeWordInWords(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			for _, w := range words(s) {
+				if p.writeWords[w] {
+					return w
+				}
+			}
+			return ""
+		}
+	}
+	var buf [64]byte
+	check := func(start, end int) string {
+		if start < 0 || end <= start {
+			return ""
+		}
+		if end-start > len(buf) {
+			if w := strings.ToLower(s[start:end]); p.writeWords[w] {
+				return w
+			}
+			return ""
+		}
+		b := buf[:end-start]
+		for i := range b {
+			c := s[start+i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b[i] = c
+		}
+		if p.writeWords[string(b)] { // no allocation for a map lookup
+			return strings.ToLower(s[start:end])
+		}
+		return ""
+	}
+	start := -1
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) {
+			if w := check(start, i); w != "" {
+				return w
+			}
+			start = -1
+			continue
+		}
+		if start < 0 {
+			start = i
+			continue
+		}
+		prev := s[i-1]
+		split := false
+		switch {
+		case isDigit(c) != isDigit(prev):
+			split = true
+		case isUpper(c) && isLower(prev):
+			split = true
+		case isUpper(c) && isUpper(prev) && i+1 < len(s) && isLower(s[i+1]):
+			split = true
+		}
+		if split {
+			if w := check(start, i); w != "" {
+				return w
+			}
+			start = i
+		}
+	}
+	return check(start, len(s))
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+func isAlnum(c byte) bool { return isDigit(c) || isUpper(c) || isLower(c) }
 
 // lenientUnescape decodes every valid %XX escape and leaves the rest as is, like a browser or a
 // forgiving server would.
