@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,99 +17,26 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/policy"
-	"github.com/browser-agent/browser-agent/proxy"
 	"github.com/mxschmitt/playwright-go"
 )
 
-// guarded is the browser "browser-agent run" drives, built the way internal/cli's launchGuarded
-// builds it (that function is unexported): the run's egress proxy, and a dedicated Chromium behind
-// it whose bridge decides every request, with both layers' decisions collected for the audit.
-type guarded struct {
-	*bridge.Session
-	px *proxy.Proxy
-
-	mu      sync.Mutex
-	pending []coordinator.NetDecision
-}
-
-var _ coordinator.EgressLog = (*guarded)(nil)
-
-func (g *guarded) note(d coordinator.NetDecision) {
-	g.mu.Lock()
-	if len(g.pending) < 500 {
-		g.pending = append(g.pending, d)
-	}
-	g.mu.Unlock()
-}
-
-func (g *guarded) TakeDecisions() []coordinator.NetDecision {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := g.pending
-	g.pending = nil
-	return out
-}
-
-func (g *guarded) Close() error { return errors.Join(g.Session.Close(), g.px.Close()) }
-
-func launchGuarded(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*guarded, error) {
-	g := &guarded{}
-	px, err := proxy.Start(ctx, pol, proxy.WithDecisionHook(func(d proxy.Decision) {
-		g.note(coordinator.NetDecision{Method: d.Method, URL: d.Origin + d.Path, Verdict: d.Verdict,
-			Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerProxy})
-	}))
-	if err != nil {
-		return nil, err
-	}
-	user, pass := px.Credentials()
-	bopts := []bridge.Option{
-		bridge.WithProxy(px.Server(), user, pass),
-		bridge.WithExtraArgs(px.ChromiumArgs()...),
-		bridge.WithDecisionHook(func(d bridge.RequestDecision) {
-			if d.Verdict == policy.Allow {
-				px.NoteBrowserAllowed(d.Method, d.URL)
-			}
-			g.note(coordinator.NetDecision{Method: d.Method, URL: d.URL, Verdict: d.Verdict,
-				Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerBrowser})
-		}),
-	}
-	s, err := bridge.Launch(ctx, pol, append(bopts, opts...)...)
-	if err != nil {
-		px.Close()
-		return nil, err
-	}
-	g.Session, g.px = s, px
-	return g, nil
-}
-
-// driverDir finds the Playwright driver the way the bridge does for a test run: the environment
-// variable, else driver/ in the current directory or a parent (the repository's driver/).
+// driverDir is the Playwright driver the bridge uses (scripts/setup installs it).
 func driverDir(tb testing.TB) string {
-	if d := os.Getenv(bridge.EnvDriverDir); d != "" {
-		return d
-	}
-	dir, err := os.Getwd()
+	d, err := bridge.DriverDir()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for {
-		if fi, err := os.Stat(filepath.Join(dir, "driver", "package")); err == nil && fi.IsDir() {
-			return filepath.Join(dir, "driver")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no driver/ found: run scripts/setup (or make setup)")
-		}
-		dir = parent
-	}
+	return d
 }
 
-func chromiumPath() string {
-	if c := os.Getenv(bridge.EnvChromium); c != "" {
-		return c
+func chromiumPath(tb testing.TB) string {
+	c, err := bridge.ChromiumPath()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return bridge.DefaultChromium
+	return c
 }
 
 // plainLookup is what a plain playwright-go script does for the lookup preset, with no policy,
@@ -183,7 +109,7 @@ func benchLookup(b *testing.B, opts ...bridge.Option) {
 		b.Fatal(err)
 	}
 	// The proxy lives as long as the context it starts with: launch with the benchmark's.
-	g, err := launchGuarded(ctx, pol, opts...)
+	g, err := guarded.Launch(ctx, pol, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -195,7 +121,7 @@ func benchLookup(b *testing.B, opts ...bridge.Option) {
 	}
 	defer pw.Stop()
 	browser, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
-		ExecutablePath:  playwright.String(chromiumPath()),
+		ExecutablePath:  playwright.String(chromiumPath(b)),
 		Headless:        playwright.Bool(true),
 		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0),
 	})

@@ -262,3 +262,12 @@ func (w *logWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*logWriter)(nil)
+
+// DriverDir returns the Playwright driver directory the bridge would use without WithDriverDir:
+// $BROWSER_AGENT_DRIVER_DIR, driver/ in the current or the executable's directory or a parent of
+// either, then the system directory. The error says to run scripts/setup.
+func DriverDir() (string, error) { return findDriverDir("") }
+
+// ChromiumPath returns the Chromium binary the bridge would use without WithChromium:
+// $BROWSER_AGENT_CHROMIUM, else /usr/bin/chromium. The error says to run scripts/setup.
+func ChromiumPath() (string, error) { return findChromium("") }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -235,25 +234,19 @@ func describe(ds []proxy.Decision) []string {
 }
 
 func driverDir(t *testing.T) string {
-	if d := os.Getenv(bridge.EnvDriverDir); d != "" {
-		return d
+	d, err := bridge.DriverDir()
+	if err != nil {
+		t.Fatal(err)
 	}
-	wd, _ := os.Getwd()
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "driver", "package", "package.json")); err == nil {
-			return filepath.Join(d, "driver")
-		}
-		if filepath.Dir(d) == d {
-			t.Fatalf("no Playwright driver found above %s: run scripts/setup (or make setup)", wd)
-		}
-	}
+	return d
 }
 
 func chromiumPath() string {
-	if c := os.Getenv(bridge.EnvChromium); c != "" {
-		return c
+	c, err := bridge.ChromiumPath()
+	if err != nil {
+		return bridge.DefaultChromium // the launch then fails and says so
 	}
-	return bridge.DefaultChromium
+	return c
 }
 
 type decisions struct {

@@ -264,3 +264,37 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// TestAuditRecordsBothLayers checks, from the audit store a real run leaves, that the run's
+// requests went through both layers: the bridge in the browser and the run's egress proxy.
+func TestAuditRecordsBothLayers(t *testing.T) {
+	o := run(t, "--preset", "lookup")
+	if o.res.Status != "answered" {
+		t.Fatalf("lookup: got %s (%s), want answered", o.res.Status, o.res.Reason)
+	}
+	out, err := exec.Command(binary, "audit", "--db", o.db, "--json", o.res.RunID).Output()
+	if err != nil {
+		t.Fatalf("browser-agent audit %s: %v", o.res.RunID, err)
+	}
+	var got struct {
+		Steps []struct {
+			N       int    `json:"n"`
+			Tool    string `json:"tool"`
+			Path    string `json:"path"`
+			Verdict string `json:"verdict"`
+			Layer   string `json:"layer"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("audit --json: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, s := range got.Steps {
+		if s.Tool == "request" && s.Path == "/records/SYN-0042" && s.Verdict == "allow" {
+			seen[s.Layer] = true
+		}
+	}
+	if !seen["browser"] || !seen["proxy"] {
+		t.Errorf("the record page's request was allowed by layers %v, want both browser and proxy: the run did not go through its egress proxy", seen)
+	}
+}

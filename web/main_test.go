@@ -99,17 +99,16 @@ func repoRoot() (string, error) {
 	}
 }
 
-// driverDir is the Playwright driver scripts/setup installs: $BROWSER_AGENT_DRIVER_DIR, else
-// driver/ at the repository root (the bridge looks in the same places).
+// driverDir is the Playwright driver scripts/setup installs, found as the bridge finds it.
 func driverDir() string {
-	if d := os.Getenv(bridge.EnvDriverDir); d != "" {
+	if d, err := bridge.DriverDir(); err == nil {
 		return d
 	}
-	return filepath.Join(repo, "driver")
+	return filepath.Join(repo, "driver") // playwright.Run then fails and says where it looked
 }
 
 func chromium() string {
-	if c := os.Getenv(bridge.EnvChromium); c != "" {
+	if c, err := bridge.ChromiumPath(); err == nil {
 		return c
 	}
 	return bridge.DefaultChromium

@@ -1,0 +1,108 @@
+// Package guarded launches the browser a run drives: a dedicated Chromium, whose bridge decides
+// every request, behind the run's own egress proxy, which decides it again at the network layer.
+package guarded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/proxy"
+)
+
+// Interface guards: the browser is the coordinator's, and it reports the requests decided beneath
+// the tools.
+var (
+	_ coordinator.Browser   = (*Browser)(nil)
+	_ coordinator.EgressLog = (*Browser)(nil)
+)
+
+// MaxPendingDecisions bounds the request decisions kept between two steps, so that a page firing
+// thousands of requests cannot grow the audit without bound. The excess is counted.
+const MaxPendingDecisions = 500
+
+// Browser is a bridge session behind its own egress proxy. Close stops both.
+type Browser struct {
+	*bridge.Session
+	proxy *proxy.Proxy
+
+	mu      sync.Mutex
+	pending []coordinator.NetDecision
+	dropped int
+}
+
+// Launch starts the egress proxy and a dedicated Chromium that can reach nothing but through it.
+// opts are appended to the bridge's options (a logger, a settle time); a decision hook among them
+// replaces the one that feeds TakeDecisions.
+func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Browser, error) {
+	g := &Browser{}
+	px, err := proxy.Start(ctx, pol, proxy.WithDecisionHook(func(d proxy.Decision) {
+		g.note(coordinator.NetDecision{
+			Method: d.Method, URL: d.Origin + d.Path, Verdict: d.Verdict,
+			Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerProxy,
+		})
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	user, pass := px.Credentials()
+	bopts := []bridge.Option{
+		bridge.WithProxy(px.Server(), user, pass),
+		bridge.WithExtraArgs(px.ChromiumArgs()...),
+		bridge.WithDecisionHook(func(d bridge.RequestDecision) {
+			// Lets the proxy count a request it denies after the browser layer allowed it.
+			if d.Verdict == policy.Allow {
+				px.NoteBrowserAllowed(d.Method, d.URL)
+			}
+			g.note(coordinator.NetDecision{
+				Method: d.Method, URL: d.URL, Verdict: d.Verdict,
+				Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerBrowser,
+			})
+		}),
+	}
+	s, err := bridge.Launch(ctx, pol, append(bopts, opts...)...)
+	if err != nil {
+		px.Close()
+		return nil, err
+	}
+	g.Session, g.proxy = s, px
+	return g, nil
+}
+
+func (g *Browser) note(d coordinator.NetDecision) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.pending) >= MaxPendingDecisions {
+		g.dropped++
+		return
+	}
+	g.pending = append(g.pending, d)
+}
+
+// TakeDecisions returns the requests decided by the browser layer and the proxy since the last
+// call. It implements coordinator.EgressLog.
+func (g *Browser) TakeDecisions() []coordinator.NetDecision {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.pending
+	if g.dropped > 0 {
+		out = append(out, coordinator.NetDecision{
+			Verdict: policy.Deny, Layer: coordinator.LayerBrowser,
+			Reason: fmt.Sprintf("%d more request decisions not recorded", g.dropped),
+		})
+	}
+	g.pending, g.dropped = nil, 0
+	return out
+}
+
+// Proxy is the run's egress proxy, for its counters.
+func (g *Browser) Proxy() *proxy.Proxy { return g.proxy }
+
+// Close stops the browser, then the proxy.
+func (g *Browser) Close() error {
+	return errors.Join(g.Session.Close(), g.proxy.Close())
+}
