@@ -5,7 +5,7 @@ GO ?= go
 # Longer fuzzing: make fuzz FUZZTIME=10m
 FUZZTIME ?= 60s
 
-.PHONY: all setup build demo test vet fmt-check unit fuzz bench clean
+.PHONY: all setup build demo test vet fmt-check unit fuzz bench bench-e2e clean
 
 all: build
 
@@ -33,11 +33,35 @@ vet:
 unit:
 	$(GO) test -count=1 ./...
 
+# The hostile pages, servers and compromised models of tests/adversarial (also part of unit).
+# Extra cases kept outside the repository: make adversarial ADVERSARIAL_CASES_DIR=/path/to/cases
+adversarial: setup
+	$(GO) test -count=1 -v ./tests/adversarial/
+
 fuzz: setup
 	$(GO) test ./policy -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME)
 
+# Benchmarks (BENCHMARKS.md has the figures and the machine). Every figure is a median of
+# BENCHCOUNT runs; benchstat (go install golang.org/x/perf/cmd/benchstat@latest) summarizes them.
+BENCHCOUNT ?= 10
+BENCHSTAT ?= $(shell command -v benchstat 2>/dev/null || echo $$(go env GOPATH)/bin/benchstat)
+
+# In-process micro benchmarks: the policy's Decide (and the URL parse under it), the proxy's
+# added latency.
 bench: setup
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@mkdir -p .state
+	$(GO) test -run '^$$' -bench 'Decide|ParseURL' -benchmem -count $(BENCHCOUNT) ./bench | tee .state/bench.txt
+	$(GO) test -run '^$$' -bench AddedLatency -count $(BENCHCOUNT) ./proxy | tee -a .state/bench.txt
+	@if [ -x "$(BENCHSTAT)" ]; then "$(BENCHSTAT)" .state/bench.txt; fi
+
+# End to end, with a real Chromium (slow, minutes): the lookup preset guarded vs a plain
+# playwright-go script, the cold start and peak RSS of the binary, the bridge's navigation cost.
+bench-e2e: setup
+	@mkdir -p .state
+	$(GO) test -run '^$$' -bench Lookup -benchtime 10x -count 6 -timeout 30m ./bench | tee .state/bench-e2e.txt
+	$(GO) test -run '^$$' -bench ColdStart -benchtime 3x -count 6 -timeout 30m ./bench | tee -a .state/bench-e2e.txt
+	$(GO) test -run '^$$' -bench GuardedVsUnguarded -benchtime 20x -count 6 -timeout 30m ./bridge | tee -a .state/bench-e2e.txt
+	@if [ -x "$(BENCHSTAT)" ]; then "$(BENCHSTAT)" .state/bench-e2e.txt; fi
 
 clean:
 	rm -rf bin .state tests/out

@@ -231,3 +231,24 @@ func TestIsDescendant(t *testing.T) {
 		}
 	}
 }
+
+// TestEndlessScriptBounded: a page whose script never yields must not hang Open past its
+// navigation timeout. The renderer never answers a CDP Detach, which takes no context; Open used
+// to wait on it for ever, and a run on such a page outlived its deadline (found by
+// tests/adversarial, exhaustion/endless script loop).
+func TestEndlessScriptBounded(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, WithNavigationTimeout(3*time.Second))
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/spin.html")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Logf("Open of a spinning page after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Open of a page in an endless script loop did not return within 20s (navigation timeout 3s)")
+	}
+}
