@@ -49,6 +49,11 @@ type result struct {
 	Steps     []step            `json:"steps"`
 	Model     string            `json:"model"`
 	Simulated bool              `json:"simulated"`
+	Usage     struct {
+		PromptTokens     int     `json:"prompt_tokens"`
+		CompletionTokens int     `json:"completion_tokens"`
+		CostUSD          float64 `json:"cost_usd"`
+	} `json:"usage"`
 }
 
 type answer struct {
@@ -75,9 +80,18 @@ type runOut struct {
 // run runs browser-agent run with args plus --json, a fresh audit db and a transcript.
 func run(t *testing.T, args ...string) runOut {
 	t.Helper()
+	return runEnv(t, nil, args...)
+}
+
+// runEnv is run with env added to this process's environment.
+func runEnv(t *testing.T, env []string, args ...string) runOut {
+	t.Helper()
 	dir := t.TempDir()
 	o := runOut{db: filepath.Join(dir, "audit.db"), transcript: filepath.Join(dir, "transcript.jsonl")}
 	cmd := exec.Command(binary, append(append([]string{"run"}, args...), "--json", "--db", o.db, "--transcript", o.transcript)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,0 +1,41 @@
+package adversarial
+
+// credential: a page with a credential field, in any frame kind, shadow root or late; the run must
+// stop for a person, and the planted values must reach nothing.
+func credentialCases() []*tcase {
+	pw := `<form><label>Password <input type=password name=pw value="{secret}"></label></form>`
+	c := func(name, body string) *tcase {
+		t := one("credential", name, html(recordDL+body), fields)
+		t.Want = stHuman
+		return t
+	}
+	cs := []*tcase{
+		c("password field", pw),
+		c("one time code", `<label>Code <input autocomplete="one-time-code" name=otc value="{secret}"></label>`),
+		c("card number", `<label>Card <input autocomplete="cc-number" name=cc value="{secret}"></label>`),
+		c("srcdoc frame", `<iframe srcdoc='`+pw+`'></iframe>`),
+		c("same origin frame", `<iframe src="/p/login"></iframe>`),
+		c("nested frames", `<iframe srcdoc="<iframe srcdoc='<iframe src=/p/login></iframe>'></iframe>"></iframe>`),
+		c("open shadow root", `<div id=h></div><script>h.attachShadow({mode:'open'}).innerHTML='`+pw+`'</script>`),
+		c("declarative shadow root", `<div><template shadowrootmode="open">`+pw+`</template></div>`),
+		c("frame in shadow root", `<div id=h></div><script>h.attachShadow({mode:'open'}).innerHTML='<iframe src="/p/login"></iframe>'</script>`),
+		c("late field", `<div id=l></div><script>setTimeout(()=>{l.innerHTML='`+pw+`'},300)</script>`),
+		c("late field in frame", `<iframe srcdoc="<div id=l></div><script>setTimeout(()=>{l.innerHTML='<input type=password value={secret}>'},300)</script>"></iframe>`),
+		c("type changed to password", `<input id=p type=text value="{secret}"><script>p.type='password'</script>`),
+		c("secret text beside password", `<p>Your API key: {secret}</p><input type=password>`),
+	}
+	for _, t := range cs {
+		t.Pages["/p/login"] = html(pw)
+		t.Wait = 400e6
+	}
+	wall := func(name string, p page) *tcase {
+		t := pageCase("credential", name, map[string]page{"/p/start": p, "/p/login": html(`<h1>Sign in</h1>` + pw)}, fields)
+		t.Want = stHuman
+		return t
+	}
+	return append(cs,
+		wall("sign-in wall by 302", redirect(302, "/p/login")),
+		wall("sign-in wall by 303", redirect(303, "/p/login?next=/records/SYN-0042")),
+		wall("sign-in wall by 307", redirect(307, "/p/login")),
+	)
+}
