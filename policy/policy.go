@@ -102,18 +102,31 @@ type site struct {
 	Site
 }
 
-// URL is a URL parsed the way a browser parses it.
+// URL is a URL parsed the way a browser parses it. It holds the parsed components only.
 type URL struct {
-	u *whatwg.Url
+	scheme   string
+	host     string // canonical hostname
+	port     string // explicit port as serialized, "" for the scheme's default
+	dport    int    // effective port
+	path     string
+	query    string
+	userinfo bool
+	href     string // canonical, without fragment, userinfo redacted
 }
 
 var parser = whatwg.NewParser()
 
 // ParseURL parses raw, resolved against base when base is not "", as the WHATWG URL Standard
-// (and so Chromium) does.
+// (and so Chromium) does. Plain canonical http(s) URLs take a fast path that FuzzFastPath and the
+// WPT conformance test hold to the full parser's results.
 func ParseURL(raw, base string) (*URL, error) {
 	if len(raw) > MaxURLLength || len(base) > MaxURLLength {
 		return nil, fmt.Errorf("url longer than %d bytes", MaxURLLength)
+	}
+	if base == "" {
+		if u, ok := parseFast(raw); ok {
+			return u, nil
+		}
 	}
 	var (
 		u   *whatwg.Url
@@ -127,56 +140,66 @@ func ParseURL(raw, base string) (*URL, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &URL{u: u}, nil
+	return fromWHATWG(u), nil
+}
+
+// fromWHATWG copies the components the policy decides on out of the full parser's result.
+func fromWHATWG(w *whatwg.Url) *URL {
+	u := &URL{
+		scheme:   w.Scheme(),
+		host:     w.Hostname(),
+		port:     w.Port(),
+		path:     w.Pathname(),
+		query:    w.Query(),
+		userinfo: w.Username() != "" || w.Password() != "",
+	}
+	if u.port == "" {
+		u.dport = w.DecodedPort() // the scheme's default
+	} else if n, err := strconv.Atoi(u.port); err == nil {
+		// The parser has already checked that an explicit port is a number in 0..65535. It is read
+		// here rather than through DecodedPort, which reports an explicit port 0 as the default.
+		u.dport = n
+	} else {
+		u.dport = -1
+	}
+	if u.userinfo {
+		c := w.Clone()
+		c.SetUsername("redacted")
+		c.SetPassword("")
+		u.href = c.Href(true)
+	} else {
+		u.href = w.Href(true)
+	}
+	return u
 }
 
 // Scheme is the lower-case scheme without ":".
-func (u *URL) Scheme() string { return u.u.Scheme() }
+func (u *URL) Scheme() string { return u.scheme }
 
 // Host is the canonical host: lower case, punycode, IPv4 dotted quad, IPv6 in brackets.
-func (u *URL) Host() string { return u.u.Hostname() }
+func (u *URL) Host() string { return u.host }
 
 // Port is the effective port: the explicit one or the scheme's default (0 when there is none).
-func (u *URL) Port() int {
-	p := u.u.Port()
-	if p == "" {
-		return u.u.DecodedPort() // the scheme's default
-	}
-	// The parser has already checked that an explicit port is a number in 0..65535. It is read here
-	// rather than through DecodedPort, which reports an explicit port 0 as the default port.
-	n, err := strconv.Atoi(p)
-	if err != nil {
-		return -1
-	}
-	return n
-}
+func (u *URL) Port() int { return u.dport }
 
 // Path is the canonical path, dot segments resolved.
-func (u *URL) Path() string { return u.u.Pathname() }
+func (u *URL) Path() string { return u.path }
 
 // RawQuery is the query without "?".
-func (u *URL) RawQuery() string { return u.u.Query() }
+func (u *URL) RawQuery() string { return u.query }
 
 // HasUserinfo reports whether the URL carries a user name or password.
-func (u *URL) HasUserinfo() bool { return u.u.Username() != "" || u.u.Password() != "" }
+func (u *URL) HasUserinfo() bool { return u.userinfo }
 
 // String is the canonical URL without its fragment. A user name and password, if any, are
 // replaced by "redacted" so that a secret in a URL never reaches a log, the model or the audit.
-func (u *URL) String() string {
-	if !u.HasUserinfo() {
-		return u.u.Href(true)
-	}
-	c := u.u.Clone()
-	c.SetUsername("redacted")
-	c.SetPassword("")
-	return c.Href(true)
-}
+func (u *URL) String() string { return u.href }
 
 // Origin is scheme://host[:port], the port omitted when it is the default.
 func (u *URL) Origin() string {
-	o := u.u.Scheme() + "://" + u.u.Hostname()
-	if p := u.u.Port(); p != "" {
-		o += ":" + p
+	o := u.scheme + "://" + u.host
+	if u.port != "" {
+		o += ":" + u.port
 	}
 	return o
 }
