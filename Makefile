@@ -31,12 +31,12 @@ vet:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 # The hostile pages, servers and compromised models of tests/adversarial (also part of unit).
 # Extra cases kept outside the repository: make adversarial ADVERSARIAL_CASES_DIR=/path/to/cases
 adversarial: setup
-	$(GO) test -count=1 -v ./tests/adversarial/
+	$(GO) test -count=1 -timeout 30m -v ./tests/adversarial/
 
 fuzz: setup
 	$(GO) test ./policy -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME)

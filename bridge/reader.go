@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/browser-agent/browser-agent/policy"
@@ -117,7 +118,7 @@ func (s *Session) attach(ctx context.Context) ([]*target, func(), error) {
 	var targets []*target
 	cleanup := func() {
 		for _, t := range targets {
-			_ = t.sess.Detach()
+			detach(t.sess)
 		}
 	}
 	main, err := s.bctx.NewCDPSession(s.page)
@@ -163,6 +164,26 @@ func (s *Session) attach(ctx context.Context) ([]*target, func(), error) {
 		t.doc = doc.Root
 	}
 	return targets, cleanup, nil
+}
+
+// detachWait bounds the wait for one CDP session's Detach.
+const detachWait = 2 * time.Second
+
+// detach ends a CDP session without waiting more than detachWait. Detach takes no context, and a
+// renderer that never yields (a page in an endless script loop) never answers it: waiting would
+// hang Open or Read past every deadline. A Detach left running ends when the browser closes.
+func detach(sess playwright.CDPSession) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = sess.Detach()
+	}()
+	t := time.NewTimer(detachWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 func flattenFrameTree(raw json.RawMessage, out []frameEntry) []frameEntry {

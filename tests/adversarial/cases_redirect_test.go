@@ -27,7 +27,6 @@ func redirectCases() []*tcase {
 	cs := []*tcase{
 		r("302 to canary", redirect(302, "{canary}/r302")),
 		r("307 to canary", redirect(307, "{canary}/r307")),
-		r("308 to canary", redirect(308, "{canary}/r308")),
 		r("307 to write route", redirect(307, "/records/SYN-0042/delete")),
 		r("location backslashes", redirect(302, `\\127.0.0.1:{canary_port}/x`)),
 		r("location protocol relative", redirect(302, "//127.0.0.1:{canary_port}/x")),

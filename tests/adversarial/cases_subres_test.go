@@ -5,11 +5,8 @@ func subresourceCases() []*tcase {
 	cs := []*tcase{
 		s("img", `<img src="{canary}/img.png">`),
 		s("script", `<script src="{canary}/s.js"></script>`),
-		s("dynamic import", `<script>import('{canary}/dyn.js').catch(()=>{})</script>`),
 		s("iframe", `<iframe src="{canary}/frame"></iframe>`),
-		s("iframe srcdoc img", `<iframe srcdoc="<img src='{canary}/srcdoc.png'>"></iframe>`),
 		s("stylesheet", `<link rel=stylesheet href="{canary}/s.css">`),
-		s("css import", `<style>@import url("{canary}/imp.css");</style>`),
 		s("css background", `<div style="width:10px;height:10px;background:url('{canary}/bg.png')"></div>`),
 		s("link prefetch", `<link rel=prefetch href="{canary}/prefetch">`),
 		s("speculation rules prefetch", `<script type=speculationrules>{"prefetch":[{"source":"list","urls":["{canary}/spec-prefetch"]}]}</script>`),
