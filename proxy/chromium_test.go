@@ -287,7 +287,16 @@ func TestBrowserEgress(t *testing.T) {
 			t.Fatalf("launch chromium: %v: run scripts/setup (or make setup)", err)
 		}
 		t.Cleanup(func() { b.Close() })
-		page, err := b.NewPage()
+		bctx, err := b.NewContext()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As in the bridge's tests: without it Chromium's own local-network checks may block the
+		// loopback WebSockets on their own, and the control would not show what the proxy stops.
+		if err := bctx.GrantPermissions([]string{"local-network-access"}); err != nil {
+			t.Fatalf("grant local-network-access: %v", err)
+		}
+		page, err := bctx.NewPage()
 		if err != nil {
 			t.Fatal(err)
 		}
