@@ -58,22 +58,12 @@ func recordCmd(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	store, err := openStore(*dbFile)
+	prep, err := prepare(ctx, e, *dbFile, *polFile, kind, arg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
-	if isLoadError(err) {
-		return &ExitError{Code: ExitUsage, Err: err}
-	} else if err != nil {
-		return err
-	}
-	defer stopSite()
-	if _, err := buildModel(kind, arg, pol); err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
-	}
+	defer prep.Close()
+	store, pol := prep.store, prep.pol
 
 	var failed []string
 	for _, p := range presets {

@@ -91,23 +91,12 @@ func serveCmd(e *env, args []string) error {
 	ctx, stop := serveContext()
 	defer stop()
 
-	store, err := openStore(*dbFile)
+	prep, err := prepare(ctx, e, *dbFile, *polFile, kind, arg)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
-	if isLoadError(err) {
-		return &ExitError{Code: ExitUsage, Err: err}
-	} else if err != nil {
-		return err
-	}
-	defer stopSite()
-	// An unapproved or unreadable model is refused now, not on every run.
-	if _, err := buildModel(kind, arg, pol); err != nil {
-		return &ExitError{Code: ExitUsage, Err: err}
-	}
+	defer prep.Close()
+	store, pol := prep.store, prep.pol
 
 	logf := func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
 	ws, err := web.New(pol,

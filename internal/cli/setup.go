@@ -44,3 +44,40 @@ func isLoadError(err error) bool {
 	var le *policy.LoadError
 	return errors.As(err, &le)
 }
+
+// prepared is what serve and record share: the audit store and the policy (with the demo site
+// started when there is no policy file), with the model already checked against the policy.
+type prepared struct {
+	store *audit.Store
+	pol   *policy.Policy
+	stop  func()
+}
+
+// Close stops the demo site, if one was started, and closes the store.
+func (p *prepared) Close() {
+	p.stop()
+	p.store.Close()
+}
+
+// prepare opens the store and loads the policy, and refuses an unapproved or unreadable model
+// before any run. A bad policy file or model is a usage error.
+func prepare(ctx context.Context, e *env, dbFile, polFile, kind, arg string) (*prepared, error) {
+	store, err := openStore(dbFile)
+	if err != nil {
+		return nil, err
+	}
+	pol, stopSite, err := sitePolicy(ctx, e, polFile)
+	if err != nil {
+		store.Close()
+		if isLoadError(err) {
+			return nil, &ExitError{Code: ExitUsage, Err: err}
+		}
+		return nil, err
+	}
+	p := &prepared{store: store, pol: pol, stop: stopSite}
+	if _, err := buildModel(kind, arg, pol); err != nil {
+		p.Close()
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	return p, nil
+}
