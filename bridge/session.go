@@ -489,68 +489,68 @@ func sameOrigin(u, opened string) bool {
 	return (cur.Scheme() == "http" || cur.Scheme() == "https") && cur.Origin() == want.Origin()
 }
 
-// Read returns the chunk of the page's visible text that starts at offset (a byte offset, as
-// returned in Next).
-func (s *Session) Read(ctx context.Context, offset int) (Chunk, error) {
+// withPage runs f on the current page under the session's lock and the navigation timeout, after
+// current's checks (credential fields, a page that changed by itself). Their errors are prefixed
+// with op.
+func (s *Session) withPage(ctx context.Context, op string, f func(ctx context.Context, st *pageState) error) error {
 	s.op.Lock()
 	defer s.op.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
 	defer cancel()
 	st, err := s.current(ctx)
 	if err != nil {
-		return Chunk{}, fmt.Errorf("read: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
-	if offset < 0 || offset > len(st.text) {
-		return Chunk{}, fmt.Errorf("read: offset %d outside the page's %d bytes of text", offset, len(st.text))
-	}
-	return chunkOf(st.text, offset, s.cfg.chunkSize), nil
+	return f(ctx, st)
+}
+
+// Read returns the chunk of the page's visible text that starts at offset (a byte offset, as
+// returned in Next).
+func (s *Session) Read(ctx context.Context, offset int) (c Chunk, err error) {
+	err = s.withPage(ctx, "read", func(_ context.Context, st *pageState) error {
+		if offset < 0 || offset > len(st.text) {
+			return fmt.Errorf("read: offset %d outside the page's %d bytes of text", offset, len(st.text))
+		}
+		c = chunkOf(st.text, offset, s.cfg.chunkSize)
+		return nil
+	})
+	return c, err
 }
 
 // Links returns the visible links of the page, resolved and decided by the policy.
-func (s *Session) Links(ctx context.Context) ([]Link, error) {
-	s.op.Lock()
-	defer s.op.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
-	defer cancel()
-	st, err := s.current(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("links: %w", err)
-	}
-	return append([]Link(nil), st.links...), nil
+func (s *Session) Links(ctx context.Context) (links []Link, err error) {
+	err = s.withPage(ctx, "links", func(_ context.Context, st *pageState) error {
+		links = append([]Link(nil), st.links...)
+		return nil
+	})
+	return links, err
 }
 
 // Fields returns the visible labelled values of the page (dl/dt/dd, table headers and cells,
 // label and value). Form fields are never read.
-func (s *Session) Fields(ctx context.Context) ([]Field, error) {
-	s.op.Lock()
-	defer s.op.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
-	defer cancel()
-	st, err := s.current(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("fields: %w", err)
-	}
-	return append([]Field(nil), st.fields...), nil
+func (s *Session) Fields(ctx context.Context) (fields []Field, err error) {
+	err = s.withPage(ctx, "fields", func(_ context.Context, st *pageState) error {
+		fields = append([]Field(nil), st.fields...)
+		return nil
+	})
+	return fields, err
 }
 
 // Screenshot returns a PNG of the current page's viewport. A page with a credential field is not
 // shot.
-func (s *Session) Screenshot(ctx context.Context) ([]byte, error) {
-	s.op.Lock()
-	defer s.op.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
-	defer cancel()
-	if _, err := s.current(ctx); err != nil {
-		return nil, fmt.Errorf("screenshot: %w", err)
-	}
-	png, err := s.page.Screenshot(playwright.PageScreenshotOptions{
-		Type:    playwright.ScreenshotTypePng,
-		Timeout: playwright.Float(msUntil(deadlineOf(ctx))),
+func (s *Session) Screenshot(ctx context.Context) (png []byte, err error) {
+	err = s.withPage(ctx, "screenshot", func(ctx context.Context, _ *pageState) error {
+		b, err := s.page.Screenshot(playwright.PageScreenshotOptions{
+			Type:    playwright.ScreenshotTypePng,
+			Timeout: playwright.Float(msUntil(deadlineOf(ctx))),
+		})
+		if err != nil {
+			return fmt.Errorf("screenshot: %w", err)
+		}
+		png = b
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("screenshot: %w", err)
-	}
-	return png, nil
+	return png, err
 }
 
 // Close stops the session's browser, removes its profile and, when the session was started with
