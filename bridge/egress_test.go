@@ -114,7 +114,8 @@ func runEgress(t *testing.T, cases []egressCase, sessions int, opts ...Option) m
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			plainVisit(t, url(c, res[c.name].control))
+			ctrl := res[c.name].control
+			plainVisitUntil(t, func() bool { return leaks(ctrl) > 0 }, url(c, ctrl))
 		})
 	}
 	var mu sync.Mutex

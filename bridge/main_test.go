@@ -88,6 +88,14 @@ func newSession(t testing.TB, opts ...Option) *Session {
 // service workers allowed): the positive control that shows a fixture really reaches its target.
 func plainVisit(t testing.TB, urls ...string) {
 	t.Helper()
+	plainVisitUntil(t, nil, urls...)
+}
+
+// plainVisitUntil is plainVisit that, after the last page, keeps the context open until done
+// reports true (at most 10 s), so that a slow positive control on a loaded machine still fires
+// before its page is closed. A nil done waits only the usual settle.
+func plainVisitUntil(t testing.TB, done func() bool, urls ...string) {
+	t.Helper()
 	bctx, err := plain.NewContext()
 	if err != nil {
 		t.Errorf("plain context: %v", err)
@@ -104,6 +112,9 @@ func plainVisit(t testing.TB, urls ...string) {
 			t.Logf("plain goto %s: %v (the control may still have fired)", url, err)
 		}
 		settle()
+	}
+	for deadline := time.Now().Add(10 * time.Second); done != nil && !done() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
