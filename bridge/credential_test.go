@@ -54,7 +54,8 @@ func checkWithheld(t *testing.T, s *Session, v string) {
 }
 
 // TestCredentialLate checks fields added after load: the page is readable until the field
-// appears, and withheld from then on.
+// appears (3 s after load, so that a loaded machine still opens it first), and withheld from
+// then on.
 func TestCredentialLate(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"late", "late-frame"} {
@@ -64,7 +65,12 @@ func TestCredentialLate(t *testing.T) {
 			if _, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, newKey(), v)); err != nil {
 				t.Fatalf("Open(%s) before the field appears: %v", v, err)
 			}
-			time.Sleep(1200 * time.Millisecond)
+			// Wait for the field (at most 15 s), then every read must be withheld.
+			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if _, err := s.Read(ctxT(t), 0); errors.Is(err, ErrCredentialRequired) {
+					break
+				}
+			}
 			checkWithheld(t, s, v)
 		})
 	}
