@@ -218,24 +218,35 @@ func TestDecisionHook(t *testing.T) {
 func TestSelfNavigation(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
+	// untilChanged reads until the bridge reports the page changed (at most 15 s): no read on the
+	// way may return the blob document's text.
+	untilChanged := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			c, err := s.Read(ctxT(t), 0)
+			if strings.Contains(c.Text, "SECRET-BLOB") {
+				t.Fatalf("Read after %s returned the blob document: %q", what, c.Text)
+			}
+			if errors.Is(err, ErrPageChanged) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Read after %s: got %q, %v, want ErrPageChanged", what, c.Text, err)
+			}
+		}
+	}
 	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/blob-nav.html")
 	if strings.Contains(p.Text, "SECRET-BLOB") {
 		t.Errorf("Open read the page's blob document: %q", p.Text)
 	}
 	if err == nil {
-		// The blob navigation may land after Open returned; then Read must refuse.
-		time.Sleep(300 * time.Millisecond)
-		if c, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrPageChanged) {
-			t.Errorf("Read after a blob navigation: got %q, %v, want ErrPageChanged", c.Text, err)
-		}
+		untilChanged("a blob navigation") // it may land after Open returned
 	} else if !errors.Is(err, ErrPageChanged) {
 		t.Errorf("Open: got %v, want ErrPageChanged", err)
 	}
+	// The late one navigates 3 s after load, well after Open returns even on a loaded machine.
 	if _, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/blob-nav.html?late=1"); err != nil {
 		t.Fatalf("Open (late blob): %v", err)
 	}
-	time.Sleep(1200 * time.Millisecond)
-	if c, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrPageChanged) {
-		t.Errorf("Read after a late blob navigation: got %q, %v, want ErrPageChanged", c.Text, err)
-	}
+	untilChanged("a late blob navigation")
 }
