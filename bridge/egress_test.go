@@ -60,7 +60,7 @@ func TestOutsideRoute(t *testing.T) {
 	control := newKey()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		plainVisit(t, testFix.Site+"/p/"+control+"/escapes.html", testFix.Site+"/p/"+newKey()+"/blank.html")
+		plainVisitUntil(t, func() bool { return leaks(control) > 0 }, testFix.Site+"/p/"+control+"/escapes.html", testFix.Site+"/p/"+newKey()+"/blank.html")
 	})
 	s := newSession(t)
 	k := newKey()
@@ -178,7 +178,7 @@ func TestWebRTC(t *testing.T) {
 	defer guarded.Close()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		plainVisit(t, fmt.Sprintf("%s/p/%s/webrtc.html?udp=%d", testFix.Site, newKey(), control.Port()))
+		plainVisitUntil(t, func() bool { return control.Count() > 0 }, fmt.Sprintf("%s/p/%s/webrtc.html?udp=%d", testFix.Site, newKey(), control.Port()))
 	})
 	s := newSession(t)
 	if _, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/webrtc.html?udp=%d", testFix.Site, newKey(), guarded.Port())); err != nil {
