@@ -292,8 +292,10 @@ func TestRetries(t *testing.T) {
 			f := newFake(t, tc.reply)
 			start := time.Now()
 			_, err := newModel(t, f, tc.opts...).Next(context.Background(), userOnly, nil)
-			if d := time.Since(start); d > 5*time.Second || d < tc.minWait {
-				t.Errorf("took %v; want at least %v and retries fast", d, tc.minWait)
+			// The upper bound only tells "did not wait for a long Retry-After" (an hour above)
+			// from "waited": generous, so that a loaded machine does not fail it.
+			if d := time.Since(start); d > 30*time.Second || d < tc.minWait {
+				t.Errorf("took %v; want at least %v and no long wait", d, tc.minWait)
 			}
 			if got := len(f.requests()); got != tc.wantReqs {
 				t.Errorf("requests:\n\tgot  %d\n\twant %d", got, tc.wantReqs)
@@ -520,8 +522,8 @@ func TestTimeoutHonoured(t *testing.T) {
 	if !errors.As(err, &e) || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("error:\n\tgot  %T %v\n\twant *Error saying it timed out", err, err)
 	}
-	if elapsed > 2*time.Second {
-		t.Errorf("Next took %v with a 50ms timeout", elapsed)
+	if elapsed > 4500*time.Millisecond { // the server holds its answer for 5 s
+		t.Errorf("Next took %v with a 50ms timeout: it waited for the server", elapsed)
 	}
 }
 
