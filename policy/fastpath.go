@@ -177,3 +177,84 @@ func fastChars(s string, query bool) bool {
 	}
 	return true
 }
+
+// resolveFast resolves ref against base without the full WHATWG parser when base is an http or
+// https URL in canonical form (as parseFast accepts it) and ref is one of the common shapes: an
+// absolute http(s) URL, a scheme-relative "//host/…", a path-absolute "/…", a query "?…", a
+// fragment "#…" or nothing, or a path-relative reference whose first segment holds no ':' (which
+// could be a scheme). The result is built as an absolute URL and must itself pass parseFast, which
+// checks every character; plain "." and ".." segments of a path-relative reference are resolved
+// here exactly as the standard's path state does. Anything else returns ok == false and takes the
+// full parser. FuzzResolveFast holds it to the full parser's ParseRef.
+func resolveFast(ref, base string) (u *URL, ok bool) {
+	for i := 0; i < len(ref); i++ {
+		if c := ref[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			// The parser strips leading and trailing white space and controls, drops tabs and
+			// newlines anywhere and reads '\' as '/': all of them change how the reference splits.
+			return nil, false
+		}
+	}
+	switch {
+	case strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "https://"):
+		// An absolute special URL with both slashes parses the same with or without a base,
+		// but ParseRef refuses it when the base is malformed: the base must pass too.
+		if _, ok := parseFast(base); !ok {
+			return nil, false
+		}
+		return parseFast(ref)
+	}
+	b, ok := parseFast(base)
+	if !ok {
+		return nil, false
+	}
+	origin := b.Origin()
+	switch {
+	case strings.HasPrefix(ref, "//"):
+		return parseFast(b.scheme + ":" + ref)
+	case strings.HasPrefix(ref, "/"):
+		return parseFast(origin + ref)
+	case ref == "" || ref[0] == '#':
+		return b, true // the fragment is not part of the result
+	case ref[0] == '?':
+		return parseFast(origin + b.path + ref)
+	}
+	// A path-relative reference. A ':' before the first '/', '?' or '#' may make it a URL with a
+	// scheme of its own ("javascript:…", or "http:x", which the standard resolves against an http
+	// base): left to the full parser.
+	end := strings.IndexAny(ref, "?#")
+	if end < 0 {
+		end = len(ref)
+	}
+	refPath, rest := ref[:end], ref[end:]
+	if first, _, _ := strings.Cut(refPath, "/"); strings.IndexByte(first, ':') >= 0 {
+		return nil, false
+	}
+	// The standard: the base's path without its last segment, then the reference's segments in
+	// the path state: ".." removes the last segment, "." nothing; either of them as the last
+	// segment leaves an empty one (a trailing slash).
+	segs := strings.Split(b.path[1:], "/")
+	segs = segs[:len(segs)-1]
+	parts := strings.Split(refPath, "/")
+	for i, s := range parts {
+		last := i == len(parts)-1
+		switch s {
+		case "..":
+			if len(segs) > 0 {
+				segs = segs[:len(segs)-1]
+			}
+			if last {
+				segs = append(segs, "")
+			}
+		case ".":
+			if last {
+				segs = append(segs, "")
+			}
+		default:
+			segs = append(segs, s)
+		}
+	}
+	if rest != "" && rest[0] == '#' {
+		rest = ""
+	}
+	return parseFast(origin + "/" + strings.Join(segs, "/") + rest)
+}

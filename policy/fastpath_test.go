@@ -78,3 +78,65 @@ func FuzzFastPath(f *testing.F) {
 		checkFast(t, raw)
 	})
 }
+
+// checkResolve fails when resolveFast accepts (ref, base) but disagrees with the full parser.
+func checkResolve(t *testing.T, ref, base string) bool {
+	t.Helper()
+	fast, ok := resolveFast(ref, base)
+	if !ok {
+		return false
+	}
+	w, err := parser.ParseRef(base, ref)
+	if err != nil {
+		t.Fatalf("resolveFast(%q, base %q) accepted what the WHATWG parser refuses: %v", ref, base, err)
+	}
+	if full := fromWHATWG(w); *fast != *full {
+		t.Fatalf("resolveFast(%q, base %q):\n\tgot  %+v\n\twant %+v", ref, base, *fast, *full)
+	}
+	return true
+}
+
+func TestResolveFastAgreesWithParser(t *testing.T) {
+	const base = "http://127.0.0.1:8081/records/SYN-0042?x=1#f"
+	accepted := []string{
+		"http://127.0.0.1:8081/records/SYN-0001", "https://example.com/", "//example.com/a?b",
+		"/records/SYN-0001", "/", "?q=2", "", "#top", "SYN-0001", "../sources/b/SYN-0042",
+		"./SYN-0001", "..", ".", "../..", "../../../x", "a/./b/../c", "a//b", "a/..", "x?y#z",
+		"sources/b/SYN-0042#fields",
+	}
+	for _, ref := range accepted {
+		if !checkResolve(t, ref, base) {
+			t.Errorf("resolveFast(%q, base %q): took the full parser, want the fast path", ref, base)
+		}
+	}
+	declined := [][2]string{
+		{"javascript:alert(1)", base}, {"http:SYN-0001", base}, {"HTTP://example.com/", base},
+		{"mailto:a@b", base}, {"a:b/c", base}, {"%2e%2e/x", base}, {".%2E/x", base}, {"/a/../b", base},
+		{"\\\\example.com/", base}, {"..\\x", base}, {"a\tb", base}, {" /x", base}, {"///example.com/", base},
+		{"//u@example.com/", base}, {"//0x7f.1/", base}, {"/x y", base}, {"é", base},
+		{"/x", "http://Example.com/"}, {"/x", "http://0x7f.1/"}, {"http://example.com/", "not a url"},
+		{"/x", "javascript:void(0)"},
+	}
+	for _, c := range declined {
+		if checkResolve(t, c[0], c[1]) {
+			t.Errorf("resolveFast(%q, base %q): took the fast path, want the full parser", c[0], c[1])
+		}
+	}
+}
+
+// FuzzResolveFast checks that resolving a reference on the fast path never disagrees with the
+// WHATWG parser.
+func FuzzResolveFast(f *testing.F) {
+	for _, s := range [][2]string{
+		{"../sources/b/SYN-0042", "http://127.0.0.1:8081/records/SYN-0042"},
+		{"/records/SYN-0001", "http://127.0.0.1:8081/search?q=SYN-0001"},
+		{"//offsite.invalid/x", "http://127.0.0.1:8081/about"}, {"?q=1#f", "https://a.b/c/d"},
+		{"a/../../..", "http://a/b/c/d/"}, {".", "http://a/"}, {"..", "http://a/b"}, {"", "http://a/b?c"},
+		{"x:y", "http://a/"}, {"./x:y", "http://a/b/"}, {"%2e/x", "http://a/b/"}, {"https://c/", "http://a/"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, ref, base string) {
+		checkResolve(t, ref, base)
+	})
+}

@@ -117,8 +117,9 @@ type URL struct {
 var parser = whatwg.NewParser()
 
 // ParseURL parses raw, resolved against base when base is not "", as the WHATWG URL Standard
-// (and so Chromium) does. Plain canonical http(s) URLs take a fast path that FuzzFastPath and the
-// WPT conformance test hold to the full parser's results.
+// (and so Chromium) does. Plain canonical http(s) URLs, and the common references against such a
+// base, take a fast path that FuzzFastPath, FuzzResolveFast and the WPT conformance test hold to
+// the full parser's results.
 func ParseURL(raw, base string) (*URL, error) {
 	if len(raw) > MaxURLLength || len(base) > MaxURLLength {
 		return nil, fmt.Errorf("url longer than %d bytes", MaxURLLength)
@@ -127,6 +128,8 @@ func ParseURL(raw, base string) (*URL, error) {
 		if u, ok := parseFast(raw); ok {
 			return u, nil
 		}
+	} else if u, ok := resolveFast(raw, base); ok {
+		return u, nil
 	}
 	var (
 		u   *whatwg.Url
