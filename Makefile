@@ -38,8 +38,12 @@ unit:
 adversarial: setup
 	$(GO) test -count=1 -timeout 30m -v ./tests/adversarial/
 
+# Each policy fuzz target in turn for FUZZTIME: Decide's invariants, and the two fast paths held to
+# the full WHATWG parser.
 fuzz: setup
-	$(GO) test ./policy -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME)
+	$(GO) test ./policy -run '^$$' -fuzz '^FuzzDecide$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./policy -run '^$$' -fuzz '^FuzzFastPath$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./policy -run '^$$' -fuzz '^FuzzResolveFast$$' -fuzztime $(FUZZTIME)
 
 # Benchmarks (BENCHMARKS.md has the figures and the machine). Every figure is a median of
 # BENCHCOUNT runs; benchstat (go install golang.org/x/perf/cmd/benchstat@latest) summarizes them.
