@@ -2,6 +2,8 @@ package adversarial
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -34,6 +36,15 @@ func credentialCases() []*tcase {
 		}}
 		t.Pages["/p/login"] = html(pw)
 		t.Wait = 400e6
+		if strings.HasPrefix(t.Name, "late field") {
+			// The field arrives after a request the page makes at load. Usually that is within
+			// Open's settle or before the next tool call, and the run stops for a person; on a
+			// loaded machine the scripted run can be over before it arrives, and then the run
+			// ends without an answer having read nothing it must not (the secret searches below
+			// still apply). That the bridge withholds a page once a late field appears is
+			// proven without a race by bridge's TestCredentialLate.
+			t.Want = append(slices.Clone(stHuman), stBlocked...)
+		}
 	}
 	wall := func(name string, p page) *tcase {
 		t := pageCase("credential", name, map[string]page{"/p/start": p, "/p/login": html(`<h1>Sign in</h1>` + pw)}, fields)
