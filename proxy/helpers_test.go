@@ -145,6 +145,28 @@ func (r *recorder) decisions() []Decision {
 	return append([]Decision(nil), r.ds...)
 }
 
+// mark is the number of decisions recorded so far, for next.
+func (r *recorder) mark() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ds)
+}
+
+// next waits (at most 5 s) for the first decision recorded after mark and returns it. The proxy
+// records a request when its handler returns, which may be after the client has read the whole
+// response: reading the record at once would race with it.
+func (r *recorder) next(t *testing.T, mark int) Decision {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if ds := r.decisions(); len(ds) > mark {
+			return ds[mark]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no decision recorded in 5 s")
+		}
+	}
+}
+
 func (r *recorder) lastDecision(t *testing.T) Decision {
 	t.Helper()
 	ds := r.decisions()

@@ -69,6 +69,7 @@ func TestForward(t *testing.T) {
 			for k, v := range tt.header {
 				req.Header.Set(k, v)
 			}
+			mark := rec.mark()
 			resp, err := c.Do(req)
 			if err != nil {
 				t.Fatalf("%s %s: %v", tt.method, tt.url, err)
@@ -87,7 +88,7 @@ func TestForward(t *testing.T) {
 			if got := other.hits.Load() - beforeOther; got != 0 {
 				t.Errorf("%s %s: other upstream hits\n\tgot  %d\n\twant 0", tt.method, tt.url, got)
 			}
-			d := rec.lastDecision(t)
+			d := rec.next(t, mark)
 			wantVerdict := policy.Deny
 			if tt.wantReason == "" {
 				wantVerdict = policy.Allow
@@ -548,6 +549,7 @@ func TestBodyCap(t *testing.T) {
 	c := authClient(p)
 
 	t.Run("declared length over the cap is cut and marked", func(t *testing.T) {
+		mark := rec.mark()
 		resp, err := c.Get(up.URL + "/big")
 		if err != nil {
 			t.Fatal(err)
@@ -557,7 +559,7 @@ func TestBodyCap(t *testing.T) {
 		if err != nil || len(b) != 1024 || resp.Header.Get(HeaderTruncated) == "" {
 			t.Errorf("GET /big\n\tgot  %d bytes, err %v, %s=%q\n\twant 1024 bytes, no error, the header set", len(b), err, HeaderTruncated, resp.Header.Get(HeaderTruncated))
 		}
-		if d := rec.lastDecision(t); !d.Truncated || d.BytesIn != 1024 {
+		if d := rec.next(t, mark); !d.Truncated || d.BytesIn != 1024 {
 			t.Errorf("decision\n\tgot  %+v\n\twant Truncated, BytesIn 1024", d)
 		}
 	})
@@ -679,6 +681,7 @@ func TestNoQueryRecorded(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	seen = append(seen, string(b))
+	rec.next(t, len(reqs)-1) // the last request's record may come after its response
 	ds := rec.decisions()
 	if len(ds) != len(reqs) {
 		t.Errorf("one record per request\n\tgot  %d records\n\twant %d", len(ds), len(reqs))
@@ -710,17 +713,19 @@ func TestDisagreement(t *testing.T) {
 	name := "http://localtest.example:" + up.port() + "/"
 
 	// Denied, but the browser layer never allowed it: no disagreement.
+	mark := rec.mark()
 	resp, _ := c.Get(up.URL + "/admin")
 	resp.Body.Close()
-	if p.Disagreements() != 0 || rec.lastDecision(t).Disagreement {
+	if rec.next(t, mark).Disagreement || p.Disagreements() != 0 {
 		t.Fatalf("disagreement without a browser-layer allow")
 	}
 	// The browser layer allowed the name (its record has no query); the proxy denies its loopback
 	// address.
 	p.NoteBrowserAllowed("GET", name)
+	mark = rec.mark()
 	resp, _ = c.Get(name + "?q=1")
 	resp.Body.Close()
-	if d := rec.lastDecision(t); resp.StatusCode != 403 || !d.Disagreement || p.Disagreements() != 1 {
+	if d := rec.next(t, mark); resp.StatusCode != 403 || !d.Disagreement || p.Disagreements() != 1 {
 		t.Errorf("GET %s after the browser allowed it\n\tgot  %d, disagreement %t, count %d\n\twant 403, true, 1", name, resp.StatusCode, d.Disagreement, p.Disagreements())
 	}
 	// An https URL the browser allowed reaches the proxy as a CONNECT to its origin.
@@ -818,12 +823,13 @@ func TestUpstreamDown(t *testing.T) {
 	rec := &recorder{}
 	p := startProxy(t, pol, rec.options()...)
 	up.Close() // the allowed origin is down
+	mark := rec.mark()
 	resp, err := authClient(p).Get(up.URL + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	d := rec.lastDecision(t)
+	d := rec.next(t, mark)
 	if resp.StatusCode != http.StatusBadGateway || !d.Allowed() || d.Error == "" || p.Stats().UpstreamErrors != 1 {
 		t.Errorf("GET to a down origin\n\tgot  %d, decision %+v\n\twant 502, allowed with an error", resp.StatusCode, d)
 	}
