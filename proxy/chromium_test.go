@@ -75,11 +75,13 @@ func newEscapeFixture(t *testing.T) *escapeFixture {
 		fmt.Fprint(w, strings.NewReplacer("CANARY", f.canary.URL, "KEY", r.PathValue("key")).Replace(escapePage))
 	})
 	mux.HandleFunc("GET /p/{key}/worker.js", func(w http.ResponseWriter, r *http.Request) {
+		f.count(r.PathValue("key"), "worker.js") // not an escape: for the failure messages
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprintf(w, "const C = %q;\ntry { new WebSocket(C.replace('http', 'ws') + '/worker-ws'); } catch (e) {}\nfetch(C + '/worker-fetch').catch(() => {});\n",
 			f.canary.URL+"/c/"+r.PathValue("key"))
 	})
 	mux.HandleFunc("GET /p/{key}/shared.js", func(w http.ResponseWriter, r *http.Request) {
+		f.count(r.PathValue("key"), "shared.js")
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprintf(w, "fetch(%q).catch(() => {});\n", f.canary.URL+"/c/"+r.PathValue("key")+"/shared-fetch")
 	})
@@ -117,8 +119,9 @@ const escapePage = `<!doctype html><html><head><title>escape</title>
 <a href="CANARY/c/KEY/spec-prerender">next</a>
 <script>
 const C = 'CANARY/c/KEY';
-new Worker('/p/KEY/worker.js');
-try { new SharedWorker('/p/KEY/shared.js'); } catch (e) {}
+// Held in globals: an unreferenced worker may be collected before it runs.
+window.w = new Worker('/p/KEY/worker.js');
+try { window.sw = new SharedWorker('/p/KEY/shared.js'); } catch (e) {}
 fetch('/p/KEY/post', { method: 'POST', body: 'x' }).catch(() => {});
 fetch('/records/KEY/delete').catch(() => {});
 try { new WebSocket('ws://' + location.host + '/ws/KEY'); } catch (e) {}
@@ -150,10 +153,13 @@ func (f *escapeFixture) arrived(key string) []string {
 }
 
 // pageLoads is how often the escape page for key was served.
-func (f *escapeFixture) pageLoads(key string) int {
+func (f *escapeFixture) pageLoads(key string) int { return f.served(key, "page") }
+
+// served is how often the site served what for key.
+func (f *escapeFixture) served(key, what string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.hits[key+"/page"]
+	return f.hits[key+"/"+what]
 }
 
 var keyN struct {
@@ -365,7 +371,8 @@ func TestBrowserEgress(t *testing.T) {
 		})
 		eventually(15*time.Second, func() bool { return len(f.arrived(k)) == len(escapeKinds) })
 		if got := f.arrived(k); !slices.Equal(got, sortedKinds()) {
-			t.Fatalf("unguarded: arrived\n\tgot  %q\n\twant %q\nthe fixture cannot fail for the missing kinds", got, sortedKinds())
+			t.Fatalf("unguarded: arrived\n\tgot  %q\n\twant %q\nthe fixture cannot fail for the missing kinds (worker.js served %d times, shared.js %d)",
+				got, sortedKinds(), f.served(k, "worker.js"), f.served(k, "shared.js"))
 		}
 	})
 
