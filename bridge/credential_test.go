@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // TestCredentialWithheld opens pages that hold a credential field somewhere: main frame, frames
@@ -66,11 +68,10 @@ func TestCredentialLate(t *testing.T) {
 				t.Fatalf("Open(%s) before the field appears: %v", v, err)
 			}
 			// Wait for the field (at most 15 s), then every read must be withheld.
-			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-				if _, err := s.Read(ctxT(t), 0); errors.Is(err, ErrCredentialRequired) {
-					break
-				}
-			}
+			testutil.Eventually(15*time.Second, func() bool {
+				_, err := s.Read(ctxT(t), 0)
+				return errors.Is(err, ErrCredentialRequired)
+			})
 			checkWithheld(t, s, v)
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -113,8 +114,8 @@ func plainVisitUntil(t testing.TB, done func() bool, urls ...string) {
 		}
 		settle()
 	}
-	for deadline := time.Now().Add(10 * time.Second); done != nil && !done() && time.Now().Before(deadline); {
-		time.Sleep(50 * time.Millisecond)
+	if done != nil {
+		testutil.Eventually(10*time.Second, done)
 	}
 }
 

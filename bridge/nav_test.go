@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -222,17 +223,19 @@ func TestSelfNavigation(t *testing.T) {
 	// way may return the blob document's text.
 	untilChanged := func(what string) {
 		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			c, err := s.Read(ctxT(t), 0)
+		var (
+			c   Chunk
+			err error
+		)
+		changed := testutil.Eventually(15*time.Second, func() bool {
+			c, err = s.Read(ctxT(t), 0)
 			if strings.Contains(c.Text, "SECRET-BLOB") {
 				t.Fatalf("Read after %s returned the blob document: %q", what, c.Text)
 			}
-			if errors.Is(err, ErrPageChanged) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("Read after %s: got %q, %v, want ErrPageChanged", what, c.Text, err)
-			}
+			return errors.Is(err, ErrPageChanged)
+		})
+		if !changed {
+			t.Fatalf("Read after %s: got %q, %v, want ErrPageChanged", what, c.Text, err)
 		}
 	}
 	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/blob-nav.html")

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
 	"github.com/mxschmitt/playwright-go"
@@ -187,22 +188,12 @@ func visit(t *testing.T, page playwright.Page, url string, ready func() bool) {
 	if _, err := page.Goto(url, playwright.PageGotoOptions{Timeout: playwright.Float(15000)}); err != nil {
 		t.Logf("goto %s: %v", url, err)
 	}
-	if !eventually(15*time.Second, ready) {
+	if !testutil.Eventually(15*time.Second, ready) {
 		t.Logf("the escape page did not make all its requests in 15 s; unloading it anyway")
 	}
 	if _, err := page.Goto("about:blank"); err != nil {
 		t.Logf("goto about:blank: %v", err)
 	}
-}
-
-// eventually polls cond for up to d.
-func eventually(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
 }
 
 // unseen lists the escape kinds of key of which seen (request descriptions: "METHOD origin+path",
@@ -369,7 +360,7 @@ func TestBrowserEgress(t *testing.T) {
 		visit(t, launch(t, playwright.BrowserTypeLaunchOptions{}), f.site.URL+"/p/"+k+"/escape.html", func() bool {
 			return len(f.arrived(k)) >= len(escapeKinds)-len(unloadKinds)
 		})
-		eventually(15*time.Second, func() bool { return len(f.arrived(k)) == len(escapeKinds) })
+		testutil.Eventually(15*time.Second, func() bool { return len(f.arrived(k)) == len(escapeKinds) })
 		if got := f.arrived(k); !slices.Equal(got, sortedKinds()) {
 			t.Fatalf("unguarded: arrived\n\tgot  %q\n\twant %q\nthe fixture cannot fail for the missing kinds (worker.js served %d times, shared.js %d)",
 				got, sortedKinds(), f.served(k, "worker.js"), f.served(k, "shared.js"))
@@ -389,7 +380,7 @@ func TestBrowserEgress(t *testing.T) {
 			return len(slices.DeleteFunc(unseen, func(kind string) bool { return slices.Contains(unloadKinds, kind) })) == 0
 		})
 		// Every escape reaches the proxy and is denied there.
-		if !eventually(15*time.Second, func() bool { return len(f.unseen(k, describe(rec.all()))) == 0 }) {
+		if !testutil.Eventually(15*time.Second, func() bool { return len(f.unseen(k, describe(rec.all()))) == 0 }) {
 			t.Errorf("the proxy never saw %q; it saw %q; stats %+v", f.unseen(k, describe(rec.all())), describe(rec.all()), p.Stats())
 		}
 		if got := f.arrived(k); len(got) != 0 {
@@ -441,7 +432,7 @@ func TestBrowserEgress(t *testing.T) {
 			return out
 		}
 		// Some never happen behind the bridge; this only waits a little for the ones that do.
-		if !eventually(2*time.Second, func() bool { return len(f.unseen(k, seen())) == 0 }) {
+		if !testutil.Eventually(2*time.Second, func() bool { return len(f.unseen(k, seen())) == 0 }) {
 			t.Logf("neither layer recorded %q (behind the bridge the page did not make them)", f.unseen(k, seen()))
 		}
 		if got := f.arrived(k); len(got) != 0 {
@@ -540,7 +531,7 @@ func TestChromiumBackgroundTraffic(t *testing.T) {
 			}
 		}()
 		launch(t, playwright.BrowserTypeLaunchOptions{Args: []string{"--host-resolver-rules=MAP * " + ln.Addr().String()}})
-		if !eventually(20*time.Second, func() bool { return conns.Load() > 0 }) {
+		if !testutil.Eventually(20*time.Second, func() bool { return conns.Load() > 0 }) {
 			t.Fatalf("an unguarded chromium made no request of its own in 20 s: this test cannot fail")
 		}
 	})
@@ -560,7 +551,7 @@ func TestChromiumBackgroundTraffic(t *testing.T) {
 		// No page is opened: every request the proxy sees is Chromium's own. Playwright answers the
 		// proxy's credential challenge for pages only, so most of them stop at the 407.
 		reached := func() bool { return len(rec.all()) > 0 || p.Stats().AuthChallenges > 0 }
-		if !eventually(20*time.Second, reached) {
+		if !testutil.Eventually(20*time.Second, reached) {
 			t.Fatalf("no request of Chromium's own reached the proxy in 20 s: its background traffic is not going through it")
 		}
 		p.Close()

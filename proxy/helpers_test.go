@@ -157,14 +157,8 @@ func (r *recorder) mark() int {
 // response: reading the record at once would race with it.
 func (r *recorder) next(t *testing.T, mark int) Decision {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		if ds := r.decisions(); len(ds) > mark {
-			return ds[mark]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no decision recorded in 5 s")
-		}
-	}
+	waitFor(t, func() bool { return r.mark() > mark })
+	return r.decisions()[mark]
 }
 
 func (r *recorder) lastDecision(t *testing.T) Decision {

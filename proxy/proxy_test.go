@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -922,11 +923,7 @@ func mustPort(t *testing.T, s string) uint16 {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met in 5s")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testutil.Eventually(5*time.Second, cond) {
+		t.Fatalf("condition not met in 5s")
 	}
 }
