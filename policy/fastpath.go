@@ -194,21 +194,15 @@ func resolveFast(ref, base string) (u *URL, ok bool) {
 			return nil, false
 		}
 	}
-	switch {
-	case strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "https://"):
-		// An absolute special URL with both slashes parses the same with or without a base,
-		// but ParseRef refuses it when the base is malformed: the base must pass too.
-		if _, ok := parseFast(base); !ok {
-			return nil, false
-		}
-		return parseFast(ref)
-	}
+	// Even an absolute reference needs the base to pass: ParseRef refuses a malformed base.
 	b, ok := parseFast(base)
 	if !ok {
 		return nil, false
 	}
 	origin := b.Origin()
 	switch {
+	case strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "https://"):
+		return parseFast(ref) // both slashes: the same with or without a base
 	case strings.HasPrefix(ref, "//"):
 		return parseFast(b.scheme + ":" + ref)
 	case strings.HasPrefix(ref, "/"):
