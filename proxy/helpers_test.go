@@ -161,15 +161,6 @@ func (r *recorder) next(t *testing.T, mark int) Decision {
 	return r.decisions()[mark]
 }
 
-func (r *recorder) lastDecision(t *testing.T) Decision {
-	t.Helper()
-	ds := r.decisions()
-	if len(ds) == 0 {
-		t.Fatalf("no decision recorded")
-	}
-	return ds[len(ds)-1]
-}
-
 func (r *recorder) options() []Option {
 	return []Option{WithDecisionHook(r.hook), WithLogf(r.logf)}
 }

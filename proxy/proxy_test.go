@@ -230,6 +230,7 @@ func TestConnect(t *testing.T) {
 		tr := tlsUp.Client().Transport.(*http.Transport).Clone()
 		user, pass := p.Credentials()
 		tr.Proxy = http.ProxyURL(proxyURL(p, user, pass))
+		mark := rec.mark()
 		resp, err := (&http.Client{Transport: tr}).Get(tlsUp.URL + "/")
 		if err != nil {
 			t.Fatalf("GET through tunnel: %v", err)
@@ -241,10 +242,9 @@ func TestConnect(t *testing.T) {
 			t.Errorf("tunnel\n\tgot  %d %q, %d hits\n\twant 200 \"ok /\", 1 hit", resp.StatusCode, b, tlsUp.hits.Load())
 		}
 		// The tunnel's record is written when the tunnel closes.
-		waitFor(t, func() bool { ds := rec.decisions(); return len(ds) > 0 && ds[len(ds)-1].Method == "CONNECT" })
-		d := rec.lastDecision(t)
-		if !d.Allowed() || d.Reason != ReasonOriginAllowed || d.Origin != tlsUp.URL || d.Path != "" || d.BytesIn == 0 || d.BytesOut == 0 || d.Status != 200 {
-			t.Errorf("tunnel decision\n\tgot  %+v\n\twant allowed, %q, origin %s, bytes both ways", d, ReasonOriginAllowed, tlsUp.URL)
+		d := rec.next(t, mark)
+		if d.Method != "CONNECT" || !d.Allowed() || d.Reason != ReasonOriginAllowed || d.Origin != tlsUp.URL || d.Path != "" || d.BytesIn == 0 || d.BytesOut == 0 || d.Status != 200 {
+			t.Errorf("tunnel decision\n\tgot  %+v\n\twant CONNECT, allowed, %q, origin %s, bytes both ways", d, ReasonOriginAllowed, tlsUp.URL)
 		}
 	})
 
@@ -565,6 +565,7 @@ func TestBodyCap(t *testing.T) {
 		}
 	})
 	t.Run("undeclared length over the cap is cut with an error", func(t *testing.T) {
+		mark := rec.mark()
 		resp, err := c.Get(up.URL + "/stream")
 		if err != nil {
 			t.Fatal(err)
@@ -574,7 +575,9 @@ func TestBodyCap(t *testing.T) {
 		if err == nil || len(b) > 1024 {
 			t.Errorf("GET /stream\n\tgot  %d bytes, err %v\n\twant at most 1024 bytes and an incomplete-body error", len(b), err)
 		}
-		waitFor(t, func() bool { return rec.lastDecision(t).Truncated })
+		if d := rec.next(t, mark); !d.Truncated {
+			t.Errorf("decision\n\tgot  %+v\n\twant Truncated", d)
+		}
 	})
 	t.Run("HEAD is not cut", func(t *testing.T) {
 		resp, err := c.Head(up.URL + "/big")
