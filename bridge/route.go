@@ -98,14 +98,22 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
+		brd := RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops)}
+		if e := s.budget.admit(); e != nil {
+			s.budgetDenied(brd, e)
+			return &fetched{hops: hops}, e
+		}
 		resp, err := f.do(ctx, method, cur, hdr)
+		if e := s.budgetResponse(resp, brd); e != nil {
+			return &fetched{hops: hops}, e
+		}
 		if err != nil {
 			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
 				Verdict: policy.Deny, Reason: ReasonFetchFailed})
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", redactURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
-			body, truncated, err := readCapped(resp.Body, f.cap)
+			body, truncated, err := readCapped(resp.Body, f.cap, resp.ContentLength)
 			resp.Body.Close()
 			if err != nil {
 				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", redactURL(cur), err)
@@ -171,10 +179,28 @@ func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header
 	return f.client.Do(req)
 }
 
-func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, false, err
+// readCapped reads at most limit bytes of r, and reports whether there was more. size, when not
+// negative, is the length the response declared: the buffer is made that large at once (never
+// over the limit) rather than grown by copies.
+func readCapped(r io.Reader, limit, size int64) ([]byte, bool, error) {
+	c := int64(32 << 10)
+	if size >= 0 {
+		c = size + 1 // room to read EOF without growing
+	}
+	b := make([]byte, 0, min(c, limit+1))
+	lr := io.LimitReader(r, limit+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
 	if int64(len(b)) > limit {
 		return b[:limit], true, nil
@@ -234,6 +260,11 @@ func (s *Session) handleRoute(r playwright.Route) {
 		deny(ReasonClosed)
 		return
 	}
+	if e := s.budget.spentErr(); e != nil {
+		s.budgetDenied(rd, e)
+		abort()
+		return
+	}
 	if frame == FramePopup {
 		deny(ReasonPopup)
 		return
@@ -278,9 +309,26 @@ func (s *Session) handleRoute(r playwright.Route) {
 		abort()
 		return
 	}
-	s.record(rd)
+	if e := s.budget.pageRequest(); e != nil {
+		s.budgetDenied(rd, e)
+		abort()
+		return
+	}
 	ctx, cancel := s.requestContext()
 	defer cancel()
+	release, err := s.budget.acquire(ctx)
+	if err != nil {
+		if e, ok := IsBudget(err); ok {
+			s.budgetDenied(rd, e)
+		} else {
+			rd.Verdict, rd.Rule, rd.Reason = policy.Deny, "", ReasonSlotTimeout
+			s.record(rd)
+		}
+		abort()
+		return
+	}
+	defer release()
+	s.record(rd)
 	hdr := http.Header{}
 	for _, k := range forwardHeaders {
 		if v, ok := req.Headers()[k]; ok {
