@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/browser-agent/browser-agent/policy"
+	"golang.org/x/sync/semaphore"
 )
 
 // The session's budgets, from the policy's limits:
@@ -24,6 +25,10 @@ import (
 //     the end of its fulfil, so that no more than this many response bodies are in memory. A
 //     request beyond it waits for a slot, as Chromium's own connection limit makes requests wait;
 //     it is never spent.
+//
+// Handing a body to the browser costs several times its size in this process (Playwright sends it
+// base64 in a JSON message), so large bodies also pass a gate weighted by their size: at most one
+// body cap's worth of them is being handed over at once; bodies under smallBody pass freely.
 //
 // A spent budget is final for the session: every later request is denied with its reason, and
 // Open, Read, Links, Fields and Screenshot return a *BudgetError. The egress proxy keeps its own
@@ -71,9 +76,14 @@ func IsBudget(err error) (*BudgetError, bool) {
 	return b, ok
 }
 
+// smallBody is the size under which a body is handed to the browser without the fulfil gate.
+const smallBody = 256 << 10
+
 type budget struct {
 	maxBytes, maxRequests int64
 	slots                 chan struct{}
+	bodies                *semaphore.Weighted // bytes of large bodies being fulfilled
+	bodyCap               int64
 
 	bytes    atomic.Int64 // response body bytes read this session
 	requests atomic.Int64 // subresource requests fetched for the current page
@@ -84,12 +94,14 @@ type budget struct {
 	spentOnce sync.Once
 }
 
-func newBudget(l policy.Limits) *budget {
+func newBudget(l policy.Limits, bodyCap int64) *budget {
 	b := &budget{
 		maxBytes:    l.MaxRunBytes,
 		maxRequests: int64(l.MaxPageRequests),
 		spent:       make(chan struct{}),
+		bodyCap:     max(bodyCap, smallBody),
 	}
+	b.bodies = semaphore.NewWeighted(b.bodyCap)
 	if b.maxBytes <= 0 {
 		b.maxBytes = policy.DefaultMaxRunBytes
 	}
@@ -160,6 +172,21 @@ func (b *budget) acquire(ctx context.Context) (release func(), err error) {
 		return nil, e
 	}
 	return release, nil
+}
+
+// fulfilGate waits until a body of n bytes may be handed to the browser. release is nil when the
+// session closed or the navigation timeout passed first.
+func (s *Session) fulfilGate(n int) (release func()) {
+	if n < smallBody {
+		return func() {}
+	}
+	w := min(int64(n), s.budget.bodyCap)
+	ctx, cancel := s.requestContext()
+	defer cancel()
+	if err := s.budget.bodies.Acquire(ctx, w); err != nil {
+		return nil
+	}
+	return func() { s.budget.bodies.Release(w) }
 }
 
 // count passes r through, adding what is read to the run's bytes.

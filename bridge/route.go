@@ -361,6 +361,12 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if headers["content-type"] == "" && rtype == "document" {
 		headers["content-type"] = "text/plain; charset=utf-8"
 	}
+	release := s.fulfilGate(len(f.body))
+	if release == nil {
+		_ = r.Abort("blockedbyclient")
+		return
+	}
+	defer release()
 	status := f.status
 	if err := r.Fulfill(playwright.RouteFulfillOptions{Status: &status, Headers: headers, Body: f.body}); err != nil {
 		s.cfg.logf("bridge: fulfil %s: %v", redactURL(f.url), err)

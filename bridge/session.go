@@ -128,7 +128,7 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 		return nil, fmt.Errorf("launch: %w", err)
 	}
 	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8),
-		budget: newBudget(pol.Limits())}
+		budget: newBudget(pol.Limits(), cfg.bodyCap)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()

@@ -92,7 +92,7 @@ type file struct {
 const (
 	DefaultMaxRedirectHops       = 5
 	DefaultMaxSteps              = 20
-	DefaultMaxRunBytes           = 128 << 20
+	DefaultMaxRunBytes           = 64 << 20
 	DefaultMaxPageRequests       = 500
 	DefaultMaxConcurrentRequests = 4
 )
