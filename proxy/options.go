@@ -63,6 +63,7 @@ type config struct {
 	logf              func(format string, args ...any)
 	hook              func(Decision)
 	bodyCap           int64
+	runBytes          int64
 	maxConns          int
 	timeouts          Timeouts
 	allowPrivateNames bool

@@ -107,8 +107,9 @@ type Proxy struct {
 	httpSites map[string]bool         // hostPort keys of http sites
 	hosts     map[string]bool         // hosts of all sites
 
-	tr    *http.Transport
-	stats counters
+	tr     *http.Transport
+	stats  counters
+	budget *budget
 	notes notebook
 	sem   chan struct{}
 	done  chan struct{} // closed by Close
@@ -169,6 +170,11 @@ func New(pol *policy.Policy, opts ...Option) (*Proxy, error) {
 		tunnels:   map[net.Conn]struct{}{},
 	}
 	p.wantAuth = []byte(p.user + ":" + p.pass)
+	b, err := newBudget(cfg, pol)
+	if err != nil {
+		return nil, err
+	}
+	p.budget = b
 	for _, s := range pol.Sites() {
 		u, err := policy.ParseURL(s.Origin, "")
 		if err != nil {
@@ -345,6 +351,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.inflight.Done()
 	rec := &Decision{Time: start, Method: bound(r.Method, 32), Layer: LayerProxy}
 	defer p.finish(rec, start)
+	if p.refuseOverBudget(w, r, rec) {
+		return
+	}
 
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -471,7 +480,7 @@ func (p *Proxy) copyResponse(w http.ResponseWriter, r *http.Request, resp *http.
 	if !hasBody {
 		return
 	}
-	src := &readErr{r: io.LimitReader(resp.Body, limit)}
+	src := &readErr{r: p.budget.count(io.LimitReader(resp.Body, limit))}
 	n, err := io.Copy(w, src)
 	rec.BytesIn = n
 	switch {
@@ -560,7 +569,7 @@ func (p *Proxy) serveConnect(ctx context.Context, w http.ResponseWriter, r *http
 		}
 		rec.BytesOut += int64(n)
 	}
-	out, in := p.pipe(client, upstream)
+	out, in := p.pipe(client, p.budget.conn(upstream))
 	rec.BytesOut += out
 	rec.BytesIn = in
 }
