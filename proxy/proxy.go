@@ -110,9 +110,9 @@ type Proxy struct {
 	tr     *http.Transport
 	stats  counters
 	budget *budget
-	notes notebook
-	sem   chan struct{}
-	done  chan struct{} // closed by Close
+	notes  notebook
+	sem    chan struct{}
+	done   chan struct{} // closed by Close
 
 	mu       sync.Mutex
 	closed   bool
