@@ -107,12 +107,13 @@ type Proxy struct {
 	httpSites map[string]bool         // hostPort keys of http sites
 	hosts     map[string]bool         // hosts of all sites
 
-	tr     *http.Transport
-	stats  counters
-	budget *budget
-	notes  notebook
-	sem    chan struct{}
-	done   chan struct{} // closed by Close
+	tr    *http.Transport
+	stats counters
+	notes notebook
+	sem   chan struct{}
+	done  chan struct{} // closed by Close
+
+	budget *budget // the run's bytes (budget.go)
 
 	mu       sync.Mutex
 	closed   bool
