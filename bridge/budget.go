@@ -174,6 +174,44 @@ func (b *budget) acquire(ctx context.Context) (release func(), err error) {
 	return release, nil
 }
 
+// readBody reads a final response's body. A body declared larger than smallBody takes the fulfil
+// gate before it is read, so that large bodies wait unread rather than in memory; release, when
+// not nil, hands the gate on to the fulfil (gateFor) and must be called.
+func (s *Session) readBody(ctx context.Context, resp *http.Response, limit int64) (body []byte, truncated bool, release func(), err error) {
+	if n := resp.ContentLength; n >= smallBody {
+		w := min(n, s.budget.bodyCap)
+		if err := s.budget.bodies.Acquire(ctx, w); err != nil {
+			return nil, false, nil, err
+		}
+		release = func() { s.budget.bodies.Release(w) }
+	}
+	body, truncated, err = readCapped(resp.Body, limit, resp.ContentLength)
+	if err != nil && release != nil {
+		release()
+		release = nil
+	}
+	return body, truncated, release, err
+}
+
+// gateFor returns the release of the fulfil gate for f: the one f took when its body was read, or
+// a new one. It is nil when the gate could not be taken.
+func (s *Session) gateFor(f *fetched) func() {
+	if f.release != nil {
+		r := f.release
+		f.release = nil
+		return r
+	}
+	return s.fulfilGate(len(f.body))
+}
+
+// dropGate lets go of the gate f holds, for a body that is not handed over at once.
+func (f *fetched) dropGate() {
+	if f != nil && f.release != nil {
+		f.release()
+		f.release = nil
+	}
+}
+
 // fulfilGate waits until a body of n bytes may be handed to the browser. release is nil when the
 // session closed or the navigation timeout passed first.
 func (s *Session) fulfilGate(n int) (release func()) {

@@ -23,6 +23,7 @@ type fetched struct {
 	body      []byte
 	truncated bool
 	hops      []Hop
+	release   func() // the fulfil gate, when the body took it (budget.go)
 }
 
 // fetcher makes the bridge's own requests: the browser never fetches a document or a
@@ -113,7 +114,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", redactURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
-			body, truncated, err := readCapped(resp.Body, f.cap, resp.ContentLength)
+			body, truncated, release, err := s.readBody(ctx, resp, f.cap)
 			resp.Body.Close()
 			if err != nil {
 				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", redactURL(cur), err)
@@ -121,7 +122,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			if method == http.MethodHead {
 				body = nil
 			}
-			return &fetched{url: cur, status: resp.StatusCode, header: resp.Header, body: body, truncated: truncated, hops: hops}, nil
+			return &fetched{url: cur, status: resp.StatusCode, header: resp.Header, body: body, truncated: truncated, hops: hops, release: release}, nil
 		}
 		loc := resp.Header.Get("Location")
 		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
@@ -361,7 +362,7 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if headers["content-type"] == "" && rtype == "document" {
 		headers["content-type"] = "text/plain; charset=utf-8"
 	}
-	release := s.fulfilGate(len(f.body))
+	release := s.gateFor(f)
 	if release == nil {
 		_ = r.Abort("blockedbyclient")
 		return

@@ -366,6 +366,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	}
 	f, err := s.fetcher.chain(ctx, s, http.MethodGet, d.URL, documentHeaders(s.ua), "document", FrameMain)
 	release()
+	f.dropGate() // the document is handed over later, through the route
 	if err != nil {
 		p := Page{URL: d.URL}
 		if f != nil {
