@@ -171,3 +171,49 @@ func TestFetchSlots(t *testing.T) {
 		t.Errorf("image fetches in flight at once: got %d, want 2", got)
 	}
 }
+
+// TestProxyBudgetRefusal: a 403 of the run's proxy naming the run-bytes budget spends the
+// session's budget (Proxy set); another refusal reason, or the header from a site reached
+// without a proxy, does not.
+func TestProxyBudgetRefusal(t *testing.T) {
+	t.Parallel()
+	refusing := func(reason string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(HeaderProxyError, reason)
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, "browser-agent proxy denied")
+		}))
+	}
+	budgetProxy := refusing(policy.ReasonBudgetRunBytes)
+	defer budgetProxy.Close()
+	s := newSession(t, WithProxy(budgetProxy.URL, "", ""))
+	_, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/basic.html")
+	if be, ok := IsBudget(err); !ok || !be.Proxy || be.Reason != policy.ReasonBudgetRunBytes {
+		t.Errorf("Open through a proxy refusing for the run's bytes:\n\tgot  %v\n\twant a *BudgetError from the proxy", err)
+	}
+
+	otherProxy := refusing(policy.ReasonWriteWord)
+	defer otherProxy.Close()
+	s = newSession(t, WithProxy(otherProxy.URL, "", ""))
+	// The proxy's 403 is then an ordinary response, handed to the browser as the page.
+	if _, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/basic.html"); err != nil {
+		if _, ok := IsBudget(err); ok {
+			t.Errorf("Open through a proxy refusing with %q: got a *BudgetError %v", policy.ReasonWriteWord, err)
+		}
+	}
+
+	// A site is not the proxy: without WithProxy, the header on its own 403 is not trusted.
+	site := refusing(policy.ReasonBudgetRunBytes)
+	defer site.Close()
+	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/]\n", site.URL)), "site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = launchFor(t, pol)
+	if _, err := s.Open(ctxT(t), site.URL+"/"); err != nil {
+		if _, ok := IsBudget(err); ok {
+			t.Errorf("Open of a site sending the proxy's header: got a *BudgetError %v", err)
+		}
+	}
+}

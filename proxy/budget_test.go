@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -97,5 +98,13 @@ func TestTunnelBudget(t *testing.T) {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		t.Errorf("request in an open tunnel past the budget: got %d, want the tunnel cut", resp.StatusCode)
+	}
+}
+
+// TestBudgetHeaderShared: the bridge recognizes the proxy's budget refusal by this header and
+// reason; the two packages must name them alike.
+func TestBudgetHeaderShared(t *testing.T) {
+	if HeaderError != bridge.HeaderProxyError {
+		t.Errorf("proxy.HeaderError %q, bridge.HeaderProxyError %q: want the same", HeaderError, bridge.HeaderProxyError)
 	}
 }
