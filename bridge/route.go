@@ -348,6 +348,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 // would follow it where no route sees the next hop.
 func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if f == nil || isRedirect(f.status) || f.status < 100 {
+		f.dropGate()
 		_ = r.Abort("blockedbyclient")
 		return
 	}
