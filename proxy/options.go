@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"net"
 	"net/netip"
 	"time"
@@ -66,6 +67,7 @@ type config struct {
 	maxConns          int
 	timeouts          Timeouts
 	allowPrivateNames bool
+	upstreamRoots     []*x509.Certificate
 }
 
 // Option configures a Proxy.
@@ -105,3 +107,10 @@ func WithTimeouts(t Timeouts) Option { return func(c *config) { c.timeouts = t }
 // never allows link-local (cloud metadata), unspecified, multicast, reserved or IPv4-embedding
 // addresses. IP-literal origins named by the policy do not need it.
 func WithAllowPrivateNames(allow bool) Option { return func(c *config) { c.allowPrivateNames = allow } }
+
+// WithUpstreamRoots adds certificates to the system roots the proxy verifies https upstreams
+// against: a private deployment's own authority, or a test's. Verification is never turned off; a
+// certificate that does not verify fails the request with ReasonUpstreamCert.
+func WithUpstreamRoots(certs ...*x509.Certificate) Option {
+	return func(c *config) { c.upstreamRoots = append(c.upstreamRoots, certs...) }
+}

@@ -53,6 +53,8 @@ func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Br
 	bopts := []bridge.Option{
 		bridge.WithProxy(px.Server(), user, pass),
 		bridge.WithExtraArgs(px.ChromiumArgs()...),
+		// The proxy intercepts every https tunnel: the bridge's fetches trust its authority only.
+		bridge.WithProxyRoots(px.RootCAs()),
 		bridge.WithDecisionHook(func(d bridge.RequestDecision) {
 			// Lets the proxy count a request it denies after the browser layer allowed it.
 			if d.Verdict == policy.Allow {
