@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -20,7 +19,7 @@ import (
 // Chromium trusts only the proxy's key; the positive control's unguarded Chromium ignores
 // certificate errors, so that the hostile pages do reach what they aim at when nothing guards.
 
-// httpsFamilies are the families run over https as well.
+// httpsCases are the families run over https as well.
 func httpsCases() []*tcase {
 	var out []*tcase
 	for _, fam := range [][]*tcase{urlCases(), redirectCases(), subresourceCases()} {
@@ -31,32 +30,22 @@ func httpsCases() []*tcase {
 	return out
 }
 
-// overHTTPS is c with its site and canary on https: the same pages and script, every literal
-// http:// and ws:// URL turned into https:// and wss:// (placeholders already follow the servers).
+// overHTTPS is c with its site and canary on https. Its pages, script and controls are the same:
+// placeholders follow the servers, and every literal http:// and ws:// URL they expand to is
+// turned into https:// and wss:// (schemeRewrites).
 func overHTTPS(c *tcase) *tcase {
 	h := *c
 	h.Name = c.Name + " (https)"
 	h.HTTPS = true
-	r := strings.NewReplacer("http://", "https://", "ws://", "wss://")
-	h.Steps = nil
-	for _, s := range c.Steps {
-		h.Steps = append(h.Steps, r.Replace(s))
-	}
-	if c.Pages != nil {
-		h.Pages = map[string]page{}
-		for k, p := range c.Pages {
-			q := p
-			q.Body = r.Replace(p.Body)
-			if p.Headers != nil {
-				q.Headers = map[string]string{}
-				for hk, hv := range p.Headers {
-					q.Headers[hk] = r.Replace(hv)
-				}
-			}
-			h.Pages[k] = q
-		}
-	}
 	return &h
+}
+
+// schemeRewrites are the replacements an https case adds to the placeholders' expansion.
+func schemeRewrites(c *tcase) []string {
+	if !c.HTTPS {
+		return nil
+	}
+	return []string{"http://", "https://", "ws://", "wss://"}
 }
 
 // servers starts the canary and the site: plain http, or for an https case https servers with

@@ -175,12 +175,12 @@ func newEnv(t testing.TB, c *tcase) *env {
 	_, e.UDPPort, _ = net.SplitHostPort(udp.LocalAddr().String())
 	e.secretFile = filepath.Join(e.dir, "secret.txt")
 	os.WriteFile(e.secretFile, []byte("file secret: "+Secret+"\n"), 0o600)
-	e.repl = strings.NewReplacer(
+	e.repl = strings.NewReplacer(append([]string{
 		"{site}", e.Site, "{site_port}", e.SitePort,
-		"{canary}", e.Canary, "{canary_port}", e.CanaryPort, "{canary_host}", "127.0.0.1:"+e.CanaryPort,
-		"{ws_canary}", wsScheme(c)+"://127.0.0.1:"+e.CanaryPort, "{udp_port}", e.UDPPort,
+		"{canary}", e.Canary, "{canary_port}", e.CanaryPort, "{canary_host}", "127.0.0.1:" + e.CanaryPort,
+		"{ws_canary}", wsScheme(c) + "://127.0.0.1:" + e.CanaryPort, "{udp_port}", e.UDPPort,
 		"{marker}", Marker, "{secret}", Secret, "{secret_file}", e.secretFile,
-	)
+	}, schemeRewrites(c)...)...)
 	return e
 }
 
