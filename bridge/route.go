@@ -181,7 +181,7 @@ func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header
 	if err != nil {
 		return nil, err
 	}
-	if reason := resp.Header.Get(headerProxyError); reason != "" && resp.StatusCode >= 400 {
+	if reason := proxyReason(resp.Header.Get(headerProxyError)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
 		// The egress proxy refused or failed the request itself (it removes this header from
 		// every upstream response, so only the proxy sets it).
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
@@ -194,6 +194,19 @@ func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header
 // headerProxyError is the header in which the egress proxy names why it refused or failed a
 // request (proxy.HeaderError).
 const headerProxyError = "X-Browser-Agent-Error"
+
+// proxyReason keeps a proxy reason phrase if it looks like one: short lower-case words.
+func proxyReason(s string) string {
+	if len(s) > 64 {
+		return ""
+	}
+	for _, c := range s {
+		if c != ' ' && (c < 'a' || c > 'z') {
+			return ""
+		}
+	}
+	return s
+}
 
 // EgressError is a request the egress proxy refused, or failed (an upstream certificate that does
 // not verify, an upstream down), as the bridge's fetcher saw it.

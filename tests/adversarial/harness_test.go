@@ -59,6 +59,7 @@ type tcase struct {
 	Control      func(x *ctl)                             // positive control; default: the script, unguarded
 	External     string                                   // file the case came from, for external cases
 	HTTPS        bool                                     // site and canary are https (cases_https_test.go)
+	Check        func(e *env, g guarded) error            // more assertions on the guarded run
 }
 
 var (
@@ -327,11 +328,11 @@ func runGuarded(t *testing.T, e *env) guarded {
 	cmd := exec.CommandContext(ctx, binary, "run", "--task", task, "--policy", pol, "--model", model, "--json", "--db", db, "--transcript", tr)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir, "HOME="+e.dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
-	for _, kv := range c.Env {
-		cmd.Env = append(cmd.Env, e.x(kv))
-	}
 	if c.HTTPS {
 		cmd.Env = append(cmd.Env, "BROWSER_AGENT_UPSTREAM_ROOTS="+e.rootsFile)
+	}
+	for _, kv := range c.Env {
+		cmd.Env = append(cmd.Env, e.x(kv))
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -403,6 +404,11 @@ func checkGuarded(t *testing.T, e *env, g guarded) bool {
 	for _, m := range e.markers() {
 		if m != "" && (strings.Contains(g.transc, m) || strings.Contains(g.stdout, m)) {
 			fail("hidden marker %q reached the transcript or stdout", m)
+		}
+	}
+	if e.c.Check != nil {
+		if err := e.c.Check(e, g); err != nil {
+			fail("%v", err)
 		}
 	}
 	return ok
