@@ -46,7 +46,8 @@ const (
 // decided and why, and what happened. It never holds a query string, a fragment or a credential.
 // The JSON keys are the audit's field names. A denial is recorded at once; an allowed request
 // (plain HTTP, or https inside a tunnel) when its response has been passed on; a tunnel (its
-// CONNECT) as soon as it is established, so before any request inside it.
+// CONNECT) as soon as it is established, so before any request inside it. WithDecidedHook gets
+// every record earlier still, as soon as its verdict is taken.
 type Decision struct {
 	Time    time.Time      `json:"time"`
 	Method  string         `json:"method"`

@@ -33,7 +33,7 @@ func mitmTransport(p *Proxy) *http.Transport {
 // mitmPolicy names the plain upstream and the TLS upstream with the same read routes.
 func mitmPolicy(t testing.TB, up, tlsUp *upstream) *policy.Policy {
 	t.Helper()
-	routes := `read: [/, /search, "/records/{id}", /big, /echo]`
+	routes := `read: [/, /search, "/records/{id}", /big, /echo, /slow]`
 	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    %s\n  - origin: %s\n    %s\n", up.URL, routes, tlsUp.URL, routes)
 	pol, err := policy.Parse([]byte(src), "mitm.yaml")
 	if err != nil {
@@ -192,6 +192,61 @@ func TestMITM(t *testing.T) {
 			t.Errorf("negotiated %q, want http/1.1", got)
 		}
 	})
+}
+
+// TestDecidedHook: the decided hook has a request's record while the request is still running
+// (here, a response that has not begun), inside a tunnel and in plain HTTP; the decision hook has
+// it only once it is over.
+func TestDecidedHook(t *testing.T) {
+	up := newUpstream(t, false)
+	tlsUp := newUpstream(t, true)
+	var decided, finished recorder
+	p := startProxy(t, mitmPolicy(t, up, tlsUp), WithUpstreamRoots(tlsUp.Certificate()),
+		WithDecidedHook(decided.hook), WithDecisionHook(finished.hook))
+	for _, tt := range []struct {
+		name   string
+		origin *upstream
+		client *http.Client
+	}{
+		{"https inside a tunnel", tlsUp, &http.Client{Transport: mitmTransport(p)}},
+		{"plain http", up, authClient(p)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dm, fm := decided.mark(), finished.mark()
+			done := make(chan error, 1)
+			go func() {
+				resp, err := tt.client.Get(tt.origin.URL + "/slow")
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				done <- err
+			}()
+			<-tt.origin.entered // the upstream holds the response
+			var d Decision
+			waitFor(t, func() bool {
+				for _, x := range decided.decisions()[dm:] {
+					if x.Method == "GET" && x.Path == "/slow" {
+						d = x
+						return true
+					}
+				}
+				return false
+			})
+			if !d.Allowed() || d.Origin != tt.origin.URL {
+				t.Errorf("decided record %+v, want GET %s/slow allowed", d, tt.origin.URL)
+			}
+			for _, x := range finished.decisions()[fm:] {
+				if x.Path == "/slow" {
+					t.Errorf("finished record before the response ended: %+v", x)
+				}
+			}
+			tt.origin.release <- struct{}{}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
 
 // TestMITMUpstreamCert: an upstream whose certificate does not verify is never talked to

@@ -63,6 +63,7 @@ type config struct {
 	dialer            Dialer
 	logf              func(format string, args ...any)
 	hook              func(Decision)
+	decided           func(Decision)
 	bodyCap           int64
 	maxConns          int
 	timeouts          Timeouts
@@ -89,6 +90,13 @@ func WithLogf(f func(format string, args ...any)) Option { return func(c *config
 // goroutine, so it must be safe for concurrent use and should not block. Close returns only after
 // every call has returned.
 func WithDecisionHook(f func(Decision)) Option { return func(c *config) { c.hook = f } }
+
+// WithDecidedHook sets a function called with the record of every request as soon as its verdict
+// is taken, before anything is forwarded: an audit fed from it has the row of a request while
+// the request is still running (a response that streams until the run ends included). The record
+// then has no status, byte counts or error yet; WithDecisionHook gets the finished one. It is
+// called from the request's goroutine, must be safe for concurrent use and should not block.
+func WithDecidedHook(f func(Decision)) Option { return func(c *config) { c.decided = f } }
 
 // WithBodyCap sets the largest response body, in bytes as sent on the wire (so compressed when the
 // upstream compressed it), passed to the client (default DefaultBodyCap). A longer body is cut and

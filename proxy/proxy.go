@@ -460,6 +460,7 @@ func (p *Proxy) serveURL(ctx context.Context, w http.ResponseWriter, r *http.Req
 		defer p.release()
 	}
 	rec.Verdict, rec.Rule, rec.Reason, rec.Addr = policy.Allow, d.Rule, d.Reason, addr.String()
+	p.decided(rec)
 
 	hdr := r.Header.Clone()
 	removeHopHeaders(hdr)
@@ -578,6 +579,7 @@ func (p *Proxy) serveConnect(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	defer p.release()
 	rec.Verdict, rec.Rule, rec.Reason, rec.Addr = policy.Allow, rule, ReasonOriginAllowed, addr.String()
+	p.decided(rec)
 
 	client, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -697,6 +699,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, rec *Decision, status int, reason,
 		rec.Disagreement = true
 		p.stats.disagreements.Add(1)
 	}
+	p.decided(rec)
 	target := rec.Method
 	if rec.Origin != "" {
 		target += " " + rec.Origin + rec.Path
@@ -734,6 +737,14 @@ func writeRefusal(w http.ResponseWriter, status int, reason, target string) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "browser-agent proxy denied %s: %s\n", target, reason)
+}
+
+// decided hands the record, as it stands when the verdict is taken, to the WithDecidedHook
+// function.
+func (p *Proxy) decided(rec *Decision) {
+	if p.cfg.decided != nil {
+		p.cfg.decided(*rec)
+	}
 }
 
 // finish counts, logs and hands on the canonical record.

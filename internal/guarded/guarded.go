@@ -43,13 +43,14 @@ func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Br
 }
 
 // LaunchWith is Launch with options for the egress proxy too (proxy.WithUpstreamRoots for a
-// private deployment's authority). A decision hook among them replaces the one that feeds
+// private deployment's authority). A decided hook among them replaces the one that feeds
 // TakeDecisions.
 func LaunchWith(ctx context.Context, pol *policy.Policy, popts []proxy.Option, opts ...bridge.Option) (*Browser, error) {
 	g := &Browser{}
-	// Each proxy decision is noted as soon as it is taken (a request inside an https tunnel as
-	// much as a plain one), so it lands in the audit under the step during which it was sent.
-	px, err := proxy.Start(ctx, pol, append([]proxy.Option{proxy.WithDecisionHook(func(d proxy.Decision) {
+	// Each proxy decision is noted as soon as it is taken, before the request is forwarded (a
+	// request inside an https tunnel as much as a plain one), so it lands in the audit under the
+	// step during which it was sent, even if its response never ends.
+	px, err := proxy.Start(ctx, pol, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) {
 		g.note(coordinator.NetDecision{
 			Method: d.Method, URL: d.Origin + d.Path, Verdict: d.Verdict,
 			Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerProxy,
