@@ -1,28 +1,23 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync/atomic"
 
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// The run's byte budget at the network layer. The proxy counts every byte it passes back to the
-// run: response bodies of forwarded requests and the upstream's side of tunnels. Once the count
-// reaches the budget (WithRunBytes, by default the policy's limits.max_run_bytes), every later
-// request, CONNECT included, is denied with 403 and reason policy.ReasonBudgetRunBytes, and open
-// tunnels are cut. A response already being passed back is finished (the body cap bounds it), so
-// the count may pass the budget by at most one body cap per request in flight.
+// The run's byte budget at the network layer. The proxy counts every response body byte it passes
+// back to the run, over plain HTTP and inside intercepted tunnels alike. Once the count reaches
+// the budget (WithRunBytes, by default the policy's limits.max_run_bytes), every later request,
+// CONNECT and requests inside open tunnels included, is denied with 403 and reason
+// policy.ReasonBudgetRunBytes. A response already being passed back is finished (the body cap
+// bounds it), so the count may pass the budget by at most one body cap per request in flight.
 
 // WithRunBytes sets the run's byte budget (default: the policy's limits.max_run_bytes).
 func WithRunBytes(n int64) Option { return func(c *config) { c.runBytes = n } }
-
-// errBudget cuts a tunnel whose run budget is spent.
-var errBudget = errors.New(policy.ReasonBudgetRunBytes)
 
 type budget struct {
 	max  int64
@@ -56,7 +51,8 @@ func (p *Proxy) refuseOverBudget(w http.ResponseWriter, r *http.Request, rec *De
 		if u, _, _ := p.decideConnect(r.Host); u != nil {
 			rec.Origin = u.Origin()
 		}
-	} else if u, err := policy.ParseURL(r.RequestURI, ""); err == nil {
+	} else if u, err := policy.ParseURL(r.RequestURI, rec.Origin); err == nil {
+		// An absolute URL, or a path inside a tunnel to rec.Origin.
 		rec.Origin, rec.Path = u.Origin(), u.Path()
 	}
 	p.refuse(w, rec, http.StatusForbidden, policy.ReasonBudgetRunBytes, p.budget.rule(), "")
@@ -74,25 +70,5 @@ type budgetReader struct {
 func (c *budgetReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.b.used.Add(int64(n))
-	return n, err
-}
-
-// conn counts what is read from a tunnel's upstream. A read that starts or returns with the budget
-// already spent fails, and what it read is dropped: that closes the tunnel.
-func (b *budget) conn(c net.Conn) net.Conn { return &budgetConn{Conn: c, b: b} }
-
-type budgetConn struct {
-	net.Conn
-	b *budget
-}
-
-func (c *budgetConn) Read(p []byte) (int, error) {
-	if c.b.spent() {
-		return 0, errBudget
-	}
-	n, err := c.Conn.Read(p)
-	if c.b.used.Add(int64(n))-int64(n) >= c.b.max {
-		return 0, errBudget
-	}
 	return n, err
 }
