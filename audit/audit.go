@@ -289,8 +289,9 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // Store is an open audit database. It is safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	path string
+	db        *sql.DB
+	path      string
+	recovered []Run // the runs Open's RecoverCrashed ended
 }
 
 // Open opens the audit database at path, creating it and its parent directory when missing, and
@@ -336,7 +337,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, s.writeError("open", err)
 	}
-	if _, err := s.RecoverCrashed(context.Background()); err != nil {
+	if s.recovered, err = s.RecoverCrashed(context.Background()); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -385,6 +386,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Recovered returns the runs that Open found left running by a dead process and ended.
+func (s *Store) Recovered() []Run { return s.recovered }
 
 // Path is the absolute path of the database file (":memory:" for an in-memory store).
 func (s *Store) Path() string { return s.path }
