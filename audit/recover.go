@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -185,7 +186,8 @@ func (e *WriteError) Error() string {
 	what, do := "cannot write", "check the file and its disk, or give another --db"
 	var se sqlite3.Error
 	switch {
-	case errors.As(e.Err, &se) && se.Code == sqlite3.ErrFull, errors.Is(e.Err, syscall.ENOSPC), errors.Is(e.Err, syscall.EDQUOT):
+	case errors.As(e.Err, &se) && se.Code == sqlite3.ErrFull, errors.Is(e.Err, syscall.ENOSPC), errors.Is(e.Err, syscall.EDQUOT),
+		diskFull(e.Path):
 		what, do = "disk full", "free space on its disk or give another --db"
 	case errors.As(e.Err, &se) && se.Code == sqlite3.ErrReadonly, errors.Is(e.Err, os.ErrPermission), errors.Is(e.Err, syscall.EROFS):
 		what, do = "read-only", "make it writable or give another --db"
@@ -195,6 +197,16 @@ func (e *WriteError) Error() string {
 		what, do = "damaged", "run browser-agent audit --check, or give another --db"
 	}
 	return fmt.Sprintf("%s: %s; %s", e.Path, what, do)
+}
+
+// diskFull reports whether the file system of path has no free block: SQLite reports some writes
+// on a full disk (its shared-memory index) as a plain i/o error.
+func diskFull(path string) bool {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
+		return false
+	}
+	return st.Bavail == 0
 }
 
 // Unwrap returns ErrUnwritable and the cause.

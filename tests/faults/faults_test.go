@@ -1,0 +1,470 @@
+// Package faults kills the real browser-agent binary, its Chromium and its model server at random
+// moments, and checks that the audit store survives: every run that reached the browser has a
+// row, every row ends with a terminal status, the file passes SQLite's integrity check, and no
+// Chromium, driver or proxy is left behind.
+package faults
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
+	_ "github.com/mattn/go-sqlite3"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "browser-agent-faults")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "browser-agent")
+	build := exec.Command("go", "build", "-o", binary, "github.com/browser-agent/browser-agent/cmd/browser-agent")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// markerVar is set in the environment of every process a test starts; Chromium and the driver
+// inherit it. Other tests' and helpers' browsers on the machine do not have it.
+const markerVar = "BROWSER_AGENT_FAULT_MARK"
+
+// proc is a process found with a marker.
+type proc struct {
+	pid  int
+	mark string
+	cmd  string
+}
+
+// marked lists the live processes (zombies excluded) whose environment holds markerVar with a
+// value starting with prefix.
+func marked(prefix string) []proc {
+	ents, _ := os.ReadDir("/proc")
+	var out []proc
+	needle := []byte(markerVar + "=" + prefix)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		i := bytes.Index(env, needle)
+		if i < 0 || (i > 0 && env[i-1] != 0) {
+			continue
+		}
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if j := bytes.LastIndexByte(stat, ')'); j >= 0 && len(stat) > j+2 && (stat[j+2] == 'Z' || stat[j+2] == 'X') {
+			continue
+		}
+		val := env[i+len(markerVar)+1:]
+		if k := bytes.IndexByte(val, 0); k >= 0 {
+			val = val[:k]
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, proc{pid: pid, mark: string(val), cmd: strings.ReplaceAll(string(cmdline), "\x00", " ")})
+	}
+	return out
+}
+
+func isChromium(p proc) bool { return strings.Contains(p.cmd, "--user-data-dir=") }
+
+// command is the binary with args, its environment marked with mark.
+func command(t *testing.T, mark string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), markerVar+"="+mark, "TMPDIR="+t.TempDir())
+	if os.Getenv("BROWSER_AGENT_DRIVER_DIR") == "" {
+		if wd, err := os.Getwd(); err == nil {
+			cmd.Env = append(cmd.Env, "BROWSER_AGENT_DRIVER_DIR="+filepath.Join(wd, "..", "..", "driver"))
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
+}
+
+// row is one run as the store holds it.
+type row struct {
+	ID, Status, Reason string
+	PID                int
+	Finished           sql.NullString
+}
+
+func rows(t *testing.T, db string) ([]row, string) {
+	t.Helper()
+	d, err := sql.Open("sqlite3", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var integrity string
+	if err := d.QueryRow("PRAGMA integrity_check").Scan(&integrity); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := d.Query("SELECT id, status, reason, pid, finished_at FROM runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var out []row
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.ID, &r.Status, &r.Reason, &r.PID, &r.Finished); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out, integrity
+}
+
+var terminal = map[string]bool{
+	"answered": true, "uncertain": true, "blocked": true, "human_action_required": true,
+	"rejected": true, "error": true, "interrupted": true,
+}
+
+// runResult is what one killed run did.
+type runResult struct {
+	i        int
+	sig      syscall.Signal
+	after    time.Duration
+	pid      int
+	exit     int    // -1 when a signal ended the process
+	browser  bool   // a Chromium of this run was seen
+	stdout   string // the --json result, when the run printed one
+	signaled bool   // the signal was sent before the process exited
+}
+
+// TestKilledRuns runs the lookup preset 30 times, two at a time, and kills each run with SIGTERM
+// or SIGKILL (seeded random) at a random moment of its first seconds.
+func TestKilledRuns(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("FAULT_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (rerun with FAULT_SEED=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	const runs, parallel = 30, 2
+	db := filepath.Join(t.TempDir(), "audit.db")
+	prefix := fmt.Sprintf("killed-%d-", os.Getpid())
+
+	type plan struct {
+		sig   syscall.Signal
+		after time.Duration
+	}
+	plans := make([]plan, runs)
+	for i := range plans {
+		plans[i].sig = syscall.SIGTERM
+		if rng.IntN(2) == 1 {
+			plans[i].sig = syscall.SIGKILL
+		}
+		plans[i].after = time.Duration(rng.IntN(6000)) * time.Millisecond
+	}
+
+	results := make([]runResult, runs)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for i := range runs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = killRun(t, i, prefix+strconv.Itoa(i)+"-", db, plans[i].sig, plans[i].after)
+		}()
+	}
+	wg.Wait()
+
+	// No Chromium, driver or proxy (it lives in the binary) of these runs is left.
+	if !testutil.Eventually(30*time.Second, func() bool { return len(marked(prefix)) == 0 }) {
+		for _, p := range marked(prefix) {
+			t.Errorf("left behind: pid %d (%s): %.200s", p.pid, p.mark, p.cmd)
+		}
+	}
+
+	// The next start of a command that opens the store ends the runs of the killed processes.
+	check := command(t, prefix+"check", nil, "audit", "--check", "--json", "--db", db)
+	out, err := check.Output()
+	if err != nil {
+		t.Errorf("audit --check: %v\n%s", err, out)
+	}
+	var rep struct {
+		Integrity []string `json:"integrity"`
+		Open      []any    `json:"open"`
+		OK        bool     `json:"ok"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil || !rep.OK || len(rep.Open) != 0 || len(rep.Integrity) != 1 || rep.Integrity[0] != "ok" {
+		t.Errorf("audit --check:\n\tgot  %s (%v)\n\twant ok, integrity [ok], no open runs", out, err)
+	}
+
+	got, integrity := rows(t, db)
+	if integrity != "ok" {
+		t.Errorf("PRAGMA integrity_check:\n\tgot  %s\n\twant ok", integrity)
+	}
+	byPID := map[int]row{}
+	for _, r := range got {
+		if !terminal[r.Status] || !r.Finished.Valid {
+			t.Errorf("run %s (pid %d): status %q finished %v: not terminal after the next start", r.ID, r.PID, r.Status, r.Finished.Valid)
+		}
+		byPID[r.PID] = r
+	}
+	counts := map[string]int{}
+	for _, res := range results {
+		r, ok := byPID[res.pid]
+		name := fmt.Sprintf("run %d (%s after %v, pid %d, exit %d)", res.i, res.sig, res.after, res.pid, res.exit)
+		switch {
+		case !ok && res.browser:
+			t.Errorf("%s: its Chromium was seen but the audit has no row for it", name)
+			continue
+		case !ok && res.exit >= 0:
+			t.Errorf("%s: exited with %d but the audit has no row for it", name, res.exit)
+			continue
+		case !ok:
+			counts["killed before the run was recorded"]++
+			continue
+		}
+		counts[r.Status]++
+		switch {
+		case res.exit == -1 && res.sig == syscall.SIGKILL:
+			// Killed: the next start found it running and ended it, unless it had ended already.
+			if r.Status == "interrupted" && r.Reason != fmt.Sprintf("crashed: process %d ended before the run's end was recorded", res.pid) {
+				t.Errorf("%s: reason %q, want the crash reason", name, r.Reason)
+			}
+		case res.exit == 143:
+			want := "interrupted: SIGTERM received"
+			if r.Status != "interrupted" || r.Reason != want {
+				t.Errorf("%s:\n\tgot  %s %q\n\twant interrupted %q", name, r.Status, r.Reason, want)
+			}
+			var j struct{ Status, Reason string }
+			if err := json.Unmarshal([]byte(res.stdout), &j); err != nil || j.Status != "interrupted" || j.Reason != want {
+				t.Errorf("%s: stdout %q, want the interrupted result", name, res.stdout)
+			}
+		case res.exit >= 0:
+			var j struct {
+				Status string `json:"status"`
+			}
+			json.Unmarshal([]byte(res.stdout), &j)
+			if j.Status != r.Status {
+				t.Errorf("%s: stdout status %q, audit %q", name, j.Status, r.Status)
+			}
+		}
+	}
+	t.Logf("outcomes: %v", counts)
+}
+
+// killRun starts one run and sends sig after the given time; it watches for the run's Chromium
+// until the process ends.
+func killRun(t *testing.T, i int, mark, db string, sig syscall.Signal, after time.Duration) runResult {
+	res := runResult{i: i, sig: sig, after: after, exit: -1}
+	cmd := command(t, mark, nil, "run", "--preset", "lookup", "--json", "--db", db)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Errorf("run %d: %v", i, err)
+		return res
+	}
+	res.pid = cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	timer := time.NewTimer(after)
+	defer timer.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+loop:
+	for {
+		select {
+		case err = <-done:
+			break loop
+		case <-timer.C:
+			res.signaled = true
+			cmd.Process.Signal(sig)
+		case <-tick.C:
+			if !res.browser {
+				for _, p := range marked(mark) {
+					if isChromium(p) {
+						res.browser = true
+					}
+				}
+			}
+		}
+	}
+	var xe *exec.ExitError
+	switch {
+	case err == nil:
+		res.exit = 0
+	case errors.As(err, &xe) && xe.ExitCode() >= 0:
+		res.exit = xe.ExitCode()
+	}
+	res.stdout = stdout.String()
+	if res.exit == 1 || res.exit == 2 {
+		t.Logf("run %d exited %d: %s", i, res.exit, stderr.String())
+	}
+	return res
+}
+
+// chromiumOf waits for the Chromium of the run marked mark and returns its browser process (the
+// one without --type=).
+func chromiumOf(t *testing.T, mark string) int {
+	t.Helper()
+	pid := 0
+	testutil.Eventually(60*time.Second, func() bool {
+		for _, p := range marked(mark) {
+			if isChromium(p) && !strings.Contains(p.cmd, "--type=") {
+				pid = p.pid
+				return true
+			}
+		}
+		return false
+	})
+	if pid == 0 {
+		t.Fatalf("no Chromium of %s appeared", mark)
+	}
+	return pid
+}
+
+// modelServer is a fake OpenAI-compatible server whose first answer waits until release is closed
+// and then asks to open url; later answers give up.
+func modelServer(t *testing.T, url func() string, asked chan<- struct{}, release <-chan struct{}) *httptest.Server {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if k == 1 {
+			close(asked)
+			<-release
+			args, _ := json.Marshal(map[string]string{"url": url()})
+			msg := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "call_1", "type": "function", "function": map[string]any{"name": "open_url", "arguments": string(args)}}}}
+			writeCompletion(w, msg)
+			return
+		}
+		writeCompletion(w, map[string]any{"role": "assistant", "content": `{"cannot_answer":"stopped"}`})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func writeCompletion(w http.ResponseWriter, msg map[string]any) {
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4.1-mini",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": "stop"}},
+		"usage":   map[string]int{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+	})
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// demoURL is the demo site's address the binary printed on stderr.
+func demoURL(stderr *lockedBuffer) string {
+	s := stderr.String()
+	const p = "demo site at "
+	i := strings.Index(s, p)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(p):]
+	if j := strings.IndexAny(s, " \n"); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// TestChromiumKilledMidRun kills the run's Chromium while the model thinks; the next browser call
+// finds it gone and the run ends error with a reason that names the part and what to do.
+func TestChromiumKilledMidRun(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "audit.db")
+	mark := fmt.Sprintf("chromium-%d", os.Getpid())
+	release := make(chan struct{})
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	asked := make(chan struct{})
+	srv := modelServer(t, func() string { return demoURL(&stderr) + "/records/SYN-0042" }, asked, release)
+	cmd := command(t, mark, []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-test", "BROWSER_AGENT_DEBUG=1"},
+		"run", "--task", "Look up SYN-0042", "--model", "openai:gpt-4.1-mini", "--json", "--db", db)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The model is asked once the browser is up: the run is under way.
+	select {
+	case <-asked:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the model was never asked\n%s", stderr.String())
+	}
+	pid := chromiumOf(t, mark)
+	syscall.Kill(pid, syscall.SIGKILL)
+	testutil.Eventually(30*time.Second, func() bool {
+		for _, p := range marked(mark) {
+			if p.pid == pid {
+				return false
+			}
+		}
+		return true
+	})
+	close(release)
+	err := cmd.Wait()
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != 1 {
+		t.Errorf("exit: got %v, want 1\n%s", err, stderr.String())
+	}
+	want := "browser: Chromium or its driver exited during the run (killed, crashed or out of memory); run the task again"
+	var j struct {
+		RunID  string `json:"run_id"`
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &j); err != nil || j.Status != "error" || j.Reason != want {
+		t.Errorf("result:\n\tgot  %s\n\twant status error, reason %q", stdout.String(), want)
+	}
+	got, _ := rows(t, db)
+	if len(got) != 1 || got[0].ID != j.RunID || got[0].Status != "error" || got[0].Reason != want {
+		t.Errorf("audit:\n\tgot  %+v\n\twant run %s error %q", got, j.RunID, want)
+	}
+	if !testutil.Eventually(30*time.Second, func() bool { return len(marked(mark)) == 0 }) {
+		t.Errorf("left behind: %v", marked(mark))
+	}
+}
