@@ -170,7 +170,7 @@ type Server struct {
 	draining chan struct{} // closed when Shutdown begins: queued runs end, live ones go on
 	drainOne sync.Once
 	wg       sync.WaitGroup
-	slots  chan struct{}
+	slots    chan struct{}
 
 	mu       sync.Mutex
 	closed   bool
