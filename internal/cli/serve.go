@@ -53,6 +53,7 @@ func serveCmd(e *env, args []string) error {
 	perVisitor := fs.Int("runs-per-hour", d.PerVisitor, "runs per visitor per hour")
 	spend := fs.Float64("daily-spend", d.DailySpendUSD, "model spend per UTC day in USD; past it a recorded run plays")
 	queue := fs.Int("queue", d.Queue, "runs that may wait for the one running (others get 429)")
+	concurrent := fs.Int("concurrent", d.Concurrent, "live runs at a time")
 	runTimeout := fs.Duration("run-timeout", d.RunDeadline, "bounds one live run")
 	drain := fs.Duration("drain", DefaultDrain, "on SIGINT or SIGTERM, how long live runs may go on before they are interrupted")
 	if err := parseFlags(fs, args); err != nil {
@@ -81,6 +82,8 @@ func serveCmd(e *env, args []string) error {
 		return usageError("--daily-spend must be a positive amount")
 	case *queue < 0:
 		return usageError("--queue must not be negative")
+	case *concurrent < 1:
+		return usageError("--concurrent must be at least 1")
 	case *runTimeout < time.Second:
 		return usageError("--run-timeout must be at least 1s")
 	case *drain < 0:
@@ -109,7 +112,7 @@ func serveCmd(e *env, args []string) error {
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(auditRecorder{store}),
 		web.WithLedger(store),
-		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, RunDeadline: *runTimeout}),
+		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, Concurrent: *concurrent, RunDeadline: *runTimeout}),
 		web.WithTrustedProxies(trusted...),
 		web.WithAllowedOrigins(origins...),
 		web.WithLogf(logf),

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -463,6 +464,160 @@ func TestChromiumKilledMidRun(t *testing.T) {
 	got, _ := rows(t, db)
 	if len(got) != 1 || got[0].ID != j.RunID || got[0].Status != "error" || got[0].Reason != want {
 		t.Errorf("audit:\n\tgot  %+v\n\twant run %s error %q", got, j.RunID, want)
+	}
+	if !testutil.Eventually(30*time.Second, func() bool { return len(marked(mark)) == 0 }) {
+		t.Errorf("left behind: %v", marked(mark))
+	}
+}
+
+// sseResult is what one event stream said: the last result event and whether the end came.
+type sseResult struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+	ended  bool
+}
+
+func readStream(url string) (sseResult, error) {
+	var out sseResult
+	res, err := http.Get(url)
+	if err != nil {
+		return out, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	event := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			event = v
+			if v == "end" {
+				out.ended = true
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "data: "); ok && event == "result" {
+			json.Unmarshal([]byte(v), &out)
+		}
+	}
+	return out, err
+}
+
+// TestServeSIGTERM sends SIGTERM to serve while two live runs go on: one finishes within the
+// drain time, the other is interrupted after it. Both streams end with a result and the end event,
+// and the audit store says what the streams said.
+func TestServeSIGTERM(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "audit.db")
+	mark := fmt.Sprintf("serve-%d", os.Getpid())
+	sigSent := make(chan struct{})
+	asked := map[string]chan struct{}{"SYN-0042": make(chan struct{}), "SYN-0043": make(chan struct{})}
+	var once sync.Map
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for id, ch := range asked {
+			if bytes.Contains(body, []byte(id)) {
+				if _, loaded := once.LoadOrStore(id, true); !loaded {
+					close(ch)
+				}
+				if id == "SYN-0043" { // thinks until the run is interrupted
+					<-r.Context().Done()
+					return
+				}
+			}
+		}
+		select { // answers once serve is stopping: the run ends within the drain time
+		case <-sigSent:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		writeCompletion(w, map[string]any{"role": "assistant", "content": `{"cannot_answer":"not found"}`})
+	}))
+	defer model.Close()
+	var stderr lockedBuffer
+	cmd := command(t, mark, []string{"OPENAI_BASE_URL=" + model.URL + "/v1", "OPENAI_API_KEY=sk-test"},
+		"serve", "--addr", "127.0.0.1:0", "--db", db, "--concurrent", "2", "--drain", "5s", "--model", "openai:gpt-4.1-mini")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var base string
+	if !testutil.Eventually(2*time.Minute, func() bool {
+		s := stderr.String()
+		const p = "serving the live demo on "
+		if i := strings.Index(s, p); i >= 0 {
+			base = strings.Fields(s[i+len(p):])[0]
+			return true
+		}
+		return false
+	}) {
+		t.Fatalf("serve did not listen:\n%s", stderr.String())
+	}
+	type stream struct {
+		res sseResult
+		err error
+	}
+	streams := map[string]chan stream{}
+	for id := range asked {
+		res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"task":"Look up `+id+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created struct {
+			Events string `json:"events"`
+		}
+		json.NewDecoder(res.Body).Decode(&created)
+		res.Body.Close()
+		if res.StatusCode != http.StatusAccepted || created.Events == "" {
+			t.Fatalf("POST %s: %d", id, res.StatusCode)
+		}
+		ch := make(chan stream, 1)
+		streams[id] = ch
+		go func() {
+			r, err := readStream(base + created.Events)
+			ch <- stream{r, err}
+		}()
+	}
+	for id, ch := range asked {
+		select {
+		case <-ch:
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("the run of %s never asked the model:\n%s", id, stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	close(sigSent)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("serve after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	want := map[string]sseResult{
+		"SYN-0042": {Status: "blocked", Reason: "model could not answer"},
+		"SYN-0043": {Status: "interrupted", Reason: "interrupted: the server is stopping"},
+	}
+	got := map[string]sseResult{}
+	for id, ch := range streams {
+		s := <-ch
+		if s.err != nil || !s.res.ended || s.res.Status != want[id].Status || s.res.Reason != want[id].Reason {
+			t.Errorf("stream of %s:\n\tgot  %+v (%v)\n\twant %s %q and the end event", id, s.res, s.err, want[id].Status, want[id].Reason)
+		}
+		got[id] = s.res
+	}
+	rs, integrity := rows(t, db)
+	if integrity != "ok" || len(rs) != 2 {
+		t.Fatalf("audit: integrity %s, %d runs, want ok and 2", integrity, len(rs))
+	}
+	for _, r := range rs {
+		found := false
+		for _, s := range got {
+			if s.RunID == r.ID {
+				found = true
+				if s.Status != r.Status || s.Reason != r.Reason {
+					t.Errorf("run %s: audit %s %q, stream %s %q", r.ID, r.Status, r.Reason, s.Status, s.Reason)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("run %s (%s) of the audit was in no stream", r.ID, r.Status)
+		}
 	}
 	if !testutil.Eventually(30*time.Second, func() bool { return len(marked(mark)) == 0 }) {
 		t.Errorf("left behind: %v", marked(mark))
