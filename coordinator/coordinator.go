@@ -279,6 +279,12 @@ func (c *Coordinator) Fail(ctx context.Context, a RunArgs, reason string) Result
 	return c.end(ctx, a, StatusError, reason)
 }
 
+// Interrupted records and returns a run that an interrupt (a signal, a shutdown) ended before any
+// browser or model work.
+func (c *Coordinator) Interrupted(ctx context.Context, a RunArgs, in *Interrupt) Result {
+	return c.end(ctx, a, StatusInterrupted, in.Error())
+}
+
 func (c *Coordinator) end(ctx context.Context, a RunArgs, status Status, reason string) Result {
 	r := c.newRun(a)
 	if err := r.begin(ctx); err != nil {
@@ -403,7 +409,8 @@ func (r *run) begin(ctx context.Context) error {
 		r.res.RunID = newID()
 		return nil
 	}
-	id, err := r.c.rec.BeginRun(ctx, r.record())
+	// Recorded even when ctx is already canceled: a run interrupted at once still has its row.
+	id, err := r.c.rec.BeginRun(context.WithoutCancel(ctx), r.record())
 	if err != nil {
 		r.res.RunID = newID()
 		r.res.Status, r.res.Reason = StatusError, "audit store: "+err.Error()

@@ -28,15 +28,12 @@ func browserGone(b Browser) error {
 // maxLaunchReason bounds a launch error's message kept in a reason.
 const maxLaunchReason = 160
 
-// LaunchReason is the reason of a run whose browser could not be started: "browser: " and the
-// first line of err when it is short and carries no browser log or command line, else ReasonLaunch.
+// LaunchReason is the reason of a run whose browser could not be started: "browser: " and err when
+// it is one short line with no browser log or command line in it, else ReasonLaunch.
 func LaunchReason(err error) string {
 	msg := err.Error()
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
 	low := strings.ToLower(msg)
-	if len(msg) > maxLaunchReason || strings.Contains(low, "browser logs") || strings.Contains(low, "--") ||
+	if len(msg) > maxLaunchReason || strings.ContainsAny(msg, "\r\n") || strings.Contains(low, "browser logs") || strings.Contains(low, "--") ||
 		strings.Contains(low, "/usr/") || strings.Contains(low, "===") || strings.Contains(low, "target closed") ||
 		strings.Contains(low, "has been closed") {
 		return "browser: " + ReasonLaunch

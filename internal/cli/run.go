@@ -106,9 +106,13 @@ func runCmd(e *env, args []string) error {
 		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, err.Error()))
 	}
 	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
-	if isLoadError(err) {
+	var in *coordinator.Interrupt
+	switch {
+	case isLoadError(err):
 		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, "policy: "+err.Error()))
-	} else if err != nil {
+	case err != nil && errors.As(context.Cause(ctx), &in):
+		return rep(coordinator.New(nil, opts...).Interrupted(ctx, ra, in))
+	case err != nil:
 		return err
 	}
 	defer stopSite()

@@ -99,11 +99,6 @@ func isChromium(p proc) bool { return strings.Contains(p.cmd, "--user-data-dir="
 func command(t *testing.T, mark string, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), markerVar+"="+mark, "TMPDIR="+t.TempDir())
-	if os.Getenv("BROWSER_AGENT_DRIVER_DIR") == "" {
-		if wd, err := os.Getwd(); err == nil {
-			cmd.Env = append(cmd.Env, "BROWSER_AGENT_DRIVER_DIR="+filepath.Join(wd, "..", "..", "driver"))
-		}
-	}
 	cmd.Env = append(cmd.Env, env...)
 	return cmd
 }
@@ -233,6 +228,15 @@ func TestKilledRuns(t *testing.T) {
 		byPID[r.PID] = r
 	}
 	counts := map[string]int{}
+	browsers := 0
+	for _, res := range results {
+		if res.browser {
+			browsers++
+		}
+	}
+	if browsers == 0 {
+		t.Fatalf("no run reached the browser: the kills tested nothing (results %+v)", results)
+	}
 	for _, res := range results {
 		r, ok := byPID[res.pid]
 		name := fmt.Sprintf("run %d (%s after %v, pid %d, exit %d)", res.i, res.sig, res.after, res.pid, res.exit)
@@ -273,7 +277,7 @@ func TestKilledRuns(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("outcomes: %v", counts)
+	t.Logf("outcomes: %v; %d of %d runs reached the browser", counts, browsers, runs)
 }
 
 // killRun starts one run and sends sig after the given time; it watches for the run's Chromium
