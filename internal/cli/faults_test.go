@@ -226,3 +226,41 @@ func (f fillingBrowser) Open(ctx context.Context, url string) (p bridge.Page, er
 	f.fill()
 	return p, err
 }
+
+// TestAuditCheck: a run left running by a dead process is ended at the next start and named on
+// stderr; --check then finds the file sound and nothing open. A run of a live process stays open
+// and is listed, and that is not a failure.
+func TestAuditCheck(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "audit.db")
+	s, err := audit.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	dead.Run()
+	ctx := context.Background()
+	s.BeginRun(ctx, audit.Run{ID: "gone", PID: dead.Process.Pid, ProcStart: "boot:1"})
+	s.BeginRun(ctx, audit.Run{ID: "live"}) // this process
+	s.Close()
+
+	code, stdout, stderr := runCLI(t, "audit", "--check", "--db", db)
+	if code != ExitOK {
+		t.Fatalf("audit --check: exit %d\n%s%s", code, stdout, stderr)
+	}
+	wantErr := fmt.Sprintf("audit: run gone was left running; marked interrupted (crashed: process %d ended before the run's end was recorded)\n", dead.Process.Pid)
+	if stderr != wantErr {
+		t.Errorf("stderr:\n\tgot  %q\n\twant %q", stderr, wantErr)
+	}
+	if !strings.HasPrefix(stdout, "integrity: ok\nrun live: running since ") || !strings.HasSuffix(stdout, ": its process is running\n") {
+		t.Errorf("stdout:\n\tgot  %q\n\twant integrity ok and the live run", stdout)
+	}
+	// A damaged file fails the check.
+	data, _ := os.ReadFile(db)
+	for i := 4096; i < len(data) && i < 8192; i++ {
+		data[i] ^= 0xff
+	}
+	os.WriteFile(db, data, 0o600)
+	if code, stdout, stderr := runCLI(t, "audit", "--check", "--db", db); code != ExitFailure {
+		t.Errorf("audit --check of a damaged file: exit %d, want %d\n%s%s", code, ExitFailure, stdout, stderr)
+	}
+}

@@ -107,7 +107,7 @@ func serveCmd(e *env, args []string) error {
 	logf := func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
 	ws, err := web.New(pol,
 		web.WithLauncher(func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-			return launchBrowser(ctx, pol)
+			return launchLogged(ctx, e, pol)
 		}),
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(auditRecorder{store}),

@@ -142,11 +142,28 @@ var terminal = map[string]bool{
 	"rejected": true, "error": true, "interrupted": true,
 }
 
+// phase is a moment of a run a kill is timed from.
+type phase int
+
+const (
+	phaseStart     phase = iota // the process started
+	phaseBrowser                // its Chromium appeared
+	phaseFirstStep              // it printed its first step
+)
+
+func (p phase) String() string { return [...]string{"start", "browser", "first step"}[p] }
+
+// plan is when and how a run is killed.
+type plan struct {
+	sig   syscall.Signal
+	phase phase
+	after time.Duration
+}
+
 // runResult is what one killed run did.
 type runResult struct {
 	i        int
-	sig      syscall.Signal
-	after    time.Duration
+	plan     plan
 	pid      int
 	exit     int    // -1 when a signal ended the process
 	browser  bool   // a Chromium of this run was seen
@@ -167,17 +184,17 @@ func TestKilledRuns(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "audit.db")
 	prefix := fmt.Sprintf("killed-%d-", os.Getpid())
 
-	type plan struct {
-		sig   syscall.Signal
-		after time.Duration
-	}
+	// A kill moment is a random time after a random phase of the run: its start, its Chromium
+	// appearing, its first step. Phases, not wall-clock times, so that a loaded machine, where
+	// Chromium takes seconds to start, still gets kills in every part of a run.
 	plans := make([]plan, runs)
 	for i := range plans {
 		plans[i].sig = syscall.SIGTERM
 		if rng.IntN(2) == 1 {
 			plans[i].sig = syscall.SIGKILL
 		}
-		plans[i].after = time.Duration(rng.IntN(6000)) * time.Millisecond
+		plans[i].phase = phase(rng.IntN(3))
+		plans[i].after = time.Duration(rng.IntN(1500)) * time.Millisecond
 	}
 
 	results := make([]runResult, runs)
@@ -189,7 +206,7 @@ func TestKilledRuns(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i] = killRun(t, i, prefix+strconv.Itoa(i)+"-", db, plans[i].sig, plans[i].after)
+			results[i] = killRun(t, i, prefix+strconv.Itoa(i)+"-", db, plans[i])
 		}()
 	}
 	wg.Wait()
@@ -239,7 +256,7 @@ func TestKilledRuns(t *testing.T) {
 	}
 	for _, res := range results {
 		r, ok := byPID[res.pid]
-		name := fmt.Sprintf("run %d (%s after %v, pid %d, exit %d)", res.i, res.sig, res.after, res.pid, res.exit)
+		name := fmt.Sprintf("run %d (%s %v after %s, pid %d, exit %d)", res.i, res.plan.sig, res.plan.after, res.plan.phase, res.pid, res.exit)
 		switch {
 		case !ok && res.browser:
 			t.Errorf("%s: its Chromium was seen but the audit has no row for it", name)
@@ -253,7 +270,7 @@ func TestKilledRuns(t *testing.T) {
 		}
 		counts[r.Status]++
 		switch {
-		case res.exit == -1 && res.sig == syscall.SIGKILL:
+		case res.exit == -1 && res.plan.sig == syscall.SIGKILL:
 			// Killed: the next start found it running and ended it, unless it had ended already.
 			if r.Status == "interrupted" && r.Reason != fmt.Sprintf("crashed: process %d ended before the run's end was recorded", res.pid) {
 				t.Errorf("%s: reason %q, want the crash reason", name, r.Reason)
@@ -280,12 +297,13 @@ func TestKilledRuns(t *testing.T) {
 	t.Logf("outcomes: %v; %d of %d runs reached the browser", counts, browsers, runs)
 }
 
-// killRun starts one run and sends sig after the given time; it watches for the run's Chromium
-// until the process ends.
-func killRun(t *testing.T, i int, mark, db string, sig syscall.Signal, after time.Duration) runResult {
-	res := runResult{i: i, sig: sig, after: after, exit: -1}
+// killRun starts one run and sends it p.sig p.after the phase p.phase; it watches for the run's
+// Chromium until the process ends.
+func killRun(t *testing.T, i int, mark, db string, p plan) runResult {
+	res := runResult{i: i, plan: p, exit: -1}
 	cmd := command(t, mark, nil, "run", "--preset", "lookup", "--json", "--db", db)
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Errorf("run %d: %v", i, err)
@@ -294,8 +312,15 @@ func killRun(t *testing.T, i int, mark, db string, sig syscall.Signal, after tim
 	res.pid = cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(after)
-	defer timer.Stop()
+	var fire <-chan time.Time
+	arm := func() {
+		if fire == nil && !res.signaled {
+			fire = time.After(p.after)
+		}
+	}
+	if p.phase == phaseStart {
+		arm()
+	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var err error
@@ -304,16 +329,20 @@ loop:
 		select {
 		case err = <-done:
 			break loop
-		case <-timer.C:
+		case <-fire:
+			fire = nil
 			res.signaled = true
-			cmd.Process.Signal(sig)
+			cmd.Process.Signal(p.sig)
 		case <-tick.C:
 			if !res.browser {
-				for _, p := range marked(mark) {
-					if isChromium(p) {
+				for _, q := range marked(mark) {
+					if isChromium(q) {
 						res.browser = true
 					}
 				}
+			}
+			if res.browser && p.phase == phaseBrowser || p.phase == phaseFirstStep && strings.Contains(stderr.String(), "step 1:") {
+				arm()
 			}
 		}
 	}
