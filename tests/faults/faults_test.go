@@ -180,7 +180,10 @@ func TestKilledRuns(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with FAULT_SEED=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	const runs, parallel = 30, 2
+	runs, parallel := 30, 2
+	if n, err := strconv.Atoi(os.Getenv("FAULT_RUNS")); err == nil && n > 0 {
+		runs = n // fewer on a crowded machine while iterating; make test runs 30
+	}
 	db := filepath.Join(t.TempDir(), "audit.db")
 	prefix := fmt.Sprintf("killed-%d-", os.Getpid())
 
@@ -312,7 +315,7 @@ func killRun(t *testing.T, i int, mark, db string, p plan) runResult {
 	res.pid = cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var fire <-chan time.Time
+	var fire, hung <-chan time.Time
 	arm := func() {
 		if fire == nil && !res.signaled {
 			fire = time.After(p.after)
@@ -333,6 +336,11 @@ loop:
 			fire = nil
 			res.signaled = true
 			cmd.Process.Signal(p.sig)
+			hung = time.After(3 * time.Minute)
+		case <-hung:
+			t.Errorf("run %d did not exit 3 min after %s:\n%s", i, p.sig, stderr.String())
+			cmd.Process.Kill()
+			hung = nil
 		case <-tick.C:
 			if !res.browser {
 				for _, q := range marked(mark) {
