@@ -160,15 +160,31 @@ type plan struct {
 	after time.Duration
 }
 
+// hasRow reports whether the store at db holds a run of process pid.
+func hasRow(db string, pid int) bool {
+	d, err := sql.Open("sqlite3", "file:"+db+"?mode=ro&_busy_timeout=5000")
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	var n int
+	if err := d.QueryRow("SELECT COUNT(*) FROM runs WHERE pid = ?", pid).Scan(&n); err != nil {
+		return false
+	}
+	return n > 0
+}
+
 // runResult is what one killed run did.
 type runResult struct {
-	i        int
-	plan     plan
-	pid      int
-	exit     int    // -1 when a signal ended the process
-	browser  bool   // a Chromium of this run was seen
-	stdout   string // the --json result, when the run printed one
-	signaled bool   // the signal was sent before the process exited
+	i       int
+	plan    plan
+	pid     int
+	exit    int  // -1 when a signal ended the process
+	browser bool // a Chromium of this run was seen
+	// rowAtBrowser: when its Chromium was first seen, the run's row was already in the store.
+	rowAtBrowser bool
+	stdout       string // the --json result, when the run printed one
+	signaled     bool   // the signal was sent before the process exited
 }
 
 // TestKilledRuns runs the lookup preset 30 times, two at a time, and kills each run with SIGTERM
@@ -252,6 +268,9 @@ func TestKilledRuns(t *testing.T) {
 	for _, res := range results {
 		if res.browser {
 			browsers++
+			if !res.rowAtBrowser {
+				t.Errorf("run %d (pid %d): its Chromium ran before its row was in the audit store", res.i, res.pid)
+			}
 		}
 	}
 	if browsers == 0 {
@@ -347,6 +366,10 @@ loop:
 					if isChromium(q) {
 						res.browser = true
 					}
+				}
+				if res.browser {
+					// Write ahead: the run is in the store before its browser exists.
+					res.rowAtBrowser = hasRow(db, res.pid)
 				}
 			}
 			if res.browser && p.phase == phaseBrowser || p.phase == phaseFirstStep && strings.Contains(stderr.String(), "step 1:") {
