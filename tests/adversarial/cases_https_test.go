@@ -93,7 +93,7 @@ func tlsCases() []*tcase {
 
 // overHTTPS is c with its site and canary on https. Its pages, script and controls are the same:
 // placeholders follow the servers, and every literal http:// and ws:// URL they expand to is
-// turned into https:// and wss:// (schemeRewrites).
+// turned into https:// and wss:// (schemeRewrites; http:\\host forms included).
 func overHTTPS(c *tcase) *tcase {
 	h := *c
 	h.Name = c.Name + " (https)"
@@ -106,7 +106,7 @@ func schemeRewrites(c *tcase) []string {
 	if !c.HTTPS {
 		return nil
 	}
-	return []string{"http://", "https://", "ws://", "wss://"}
+	return []string{"http:", "https:", "ws://", "wss://"} // "http:" also catches http:\\host
 }
 
 // servers starts the canary and the site: plain http, or for an https case https servers with
