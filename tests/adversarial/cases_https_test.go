@@ -88,7 +88,15 @@ func tlsCases() []*tcase {
 			return fmt.Errorf("no reason naming the unverified certificate of %s: %s: %s", host, g.res.Status, g.res.Reason)
 		},
 	}
-	return []*tcase{writes, cert}
+	hidden := &tcase{Name: "keepalive write-word GET when the page is hidden", Family: "https", HTTPS: true,
+		Pages: map[string]page{"/p/start": html(`<p>Record page.</p><script>
+document.addEventListener('visibilitychange', () => {
+  fetch('/records/SYN-0042?action=delete', {keepalive: true}).catch(() => {});
+  navigator.sendBeacon('/records/SYN-0042/confirm', 'x');
+});</script>`)},
+		Steps: []string{open("{site}/p/start"), read, open("{site}/records/SYN-0042"), read, cannot},
+	}
+	return []*tcase{writes, cert, hidden}
 }
 
 // overHTTPS is c with its site and canary on https. Its pages, script and controls are the same:
