@@ -410,22 +410,18 @@ func (s *Session) Open(ctx context.Context, url string) (Page, error) {
 	}
 
 	st := &pageState{url: f.url, status: f.status, hops: f.hops, truncated: f.truncated}
-	cred, murl, err := s.scanCredentials(ctx)
-	if err != nil {
-		return page, fmt.Errorf("open %s: credential scan: %w", redactURL(f.url), err)
-	}
-	if !sameOrigin(murl, f.url) || !sameOrigin(s.page.URL(), f.url) {
+	if !sameOrigin(s.page.URL(), f.url) {
 		return page, fmt.Errorf("open %s: %w", redactURL(f.url), ErrPageChanged)
+	}
+	snap, cred, err := s.snapshot(ctx, f.url)
+	if err != nil {
+		return page, fmt.Errorf("open %s: read: %w", redactURL(f.url), err)
 	}
 	if cred != "" {
 		st.withheld = true
 		s.setCur(st)
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(f.url), cred)
 		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", redactURL(f.url), ErrCredentialRequired)
-	}
-	snap, err := s.snapshot(ctx, f.url)
-	if err != nil {
-		return page, fmt.Errorf("open %s: read: %w", redactURL(f.url), err)
 	}
 	st.title, st.text, st.links, st.fields = snap.title, snap.text, snap.links, snap.fields
 	s.setCur(st)
@@ -456,11 +452,16 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if st.withheld {
 		return nil, ErrCredentialRequired
 	}
-	cred, murl, err := s.scanCredentials(ctx)
+	v, err := s.view(ctx, nil)
+	defer v.close()
 	if err != nil {
 		return nil, fmt.Errorf("credential scan: %w", err)
 	}
-	if !sameOrigin(murl, st.url) || !sameOrigin(s.page.URL(), st.url) {
+	cred, err := s.checkCredentials(ctx, v)
+	if err != nil {
+		return nil, fmt.Errorf("credential scan: %w", err)
+	}
+	if !sameOrigin(v.mainURL, st.url) || !sameOrigin(s.page.URL(), st.url) {
 		return nil, ErrPageChanged
 	}
 	if cred != "" {
