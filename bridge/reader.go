@@ -236,6 +236,37 @@ func flattenFrameTree(raw json.RawMessage, out []frameEntry) []frameEntry {
 	return out
 }
 
+// maxTimerWait bounds waitTimers.
+const maxTimerWait = 1200 * time.Millisecond
+
+// waitTimers waits, at most maxTimerWait, for the main frame's pending timeouts of up to 1 s (see
+// init.js) to have fired, and reports whether it waited.
+func (s *Session) waitTimers(ctx context.Context, sess playwright.CDPSession) bool {
+	end := time.Now().Add(maxTimerWait)
+	waited := false
+	for i := 0; i < 4; i++ {
+		var r struct {
+			Result struct {
+				Value float64 `json:"value"`
+			} `json:"result"`
+		}
+		expr := "typeof globalThis." + s.timers + " === 'function' ? globalThis." + s.timers + "() : 0"
+		if cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r) != nil {
+			return waited
+		}
+		ms := r.Result.Value
+		if ms <= 0 || ms != ms {
+			return waited
+		}
+		d := min(time.Duration(ms*float64(time.Millisecond))+10*time.Millisecond, time.Until(end))
+		if d <= 0 || sleepCtx(ctx, d) != nil {
+			return waited
+		}
+		waited = true
+	}
+	return waited
+}
+
 // pageView is the page's frames as the CDP sessions see them: which session owns a frame, its
 // child frames, and the closed shadow roots in it.
 type pageView struct {
@@ -495,6 +526,11 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 	}
 	if v.mainID == "" {
 		return nil, "", errors.New("no main frame")
+	}
+	if s.waitTimers(ctx, v.targets[0].sess) {
+		if v, err = s.view(ctx, v); err != nil {
+			return nil, "", err
+		}
 	}
 	mainID := v.mainID
 	if why := v.domCredential(); why != "" {

@@ -57,6 +57,7 @@ type Session struct {
 	fetcher *fetcher
 	sink    *sink
 	world   string // name of the reader's isolated world
+	timers  string // name of init.js's pending-timers function in the main world
 	version string
 	pid     int
 	ua      string // the browser's User-Agent, sent on the bridge's own document fetches
@@ -126,7 +127,8 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8)}
+	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8),
+		timers: "__ba_" + randomHex(8)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
@@ -178,7 +180,8 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	if err := s.verifyBrowser(ctx); err != nil {
 		return s, fmt.Errorf("launch: %w", err)
 	}
-	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(initScript)}); err != nil {
+	script := strings.ReplaceAll(initScript, "__BA_TIMERS__", s.timers)
+	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(script)}); err != nil {
 		return s, fmt.Errorf("launch: init script: %w", err)
 	}
 	all := func(string) bool { return true }
