@@ -371,7 +371,7 @@ const readerGroup = "browser-agent-reader"
 // evalFrame runs the reader in frame's isolated world. mode "check" reports only the frame's
 // editable elements; "read" reports them and, in the same synchronous evaluation, the frame's
 // visible text, links and fields.
-func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string) (*rawRead, error) {
+func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string, extra map[string]any) (*rawRead, error) {
 	t := v.owner[frame]
 	if t == nil {
 		return nil, fmt.Errorf("frame %s: no session", frame)
@@ -412,7 +412,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 		}
 	}
 	var frameIDs []string
-	if mode == "read" {
+	if mode != "check" {
 		for _, c := range v.children[frame] {
 			var fo struct {
 				BackendNodeID int `json:"backendNodeId"`
@@ -426,10 +426,14 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 			}
 		}
 	}
-	args[0] = map[string]any{"value": map[string]any{
+	o := map[string]any{
 		"mode": mode, "closedCount": nClosed, "frameIds": frameIDs, "textCap": s.cfg.textCap,
 		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6,
-	}}
+	}
+	for k, val := range extra {
+		o[k] = val
+	}
+	args[0] = map[string]any{"value": o}
 	var res struct {
 		Result struct {
 			Value json.RawMessage `json:"value"`
@@ -454,6 +458,9 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	if err := json.Unmarshal(res.Result.Value, &rr); err != nil {
 		return nil, fmt.Errorf("reader result: %w", err)
 	}
+	if mode == "layout" {
+		rr.Layout = res.Result.Value
+	}
 	return &rr, nil
 }
 
@@ -477,7 +484,7 @@ func (s *Session) checkCredentials(ctx context.Context, v *pageView) (string, er
 		return why, nil
 	}
 	for _, f := range v.frames {
-		rr, err := s.evalFrame(ctx, v, f, "check")
+		rr, err := s.evalFrame(ctx, v, f, "check", nil)
 		if err != nil {
 			if f == v.mainID {
 				return "", err
@@ -508,9 +515,11 @@ type rawRead struct {
 		Text string `json:"text"`
 		Href string `json:"href"`
 	} `json:"links"`
-	Fields   []Field   `json:"fields"`
-	Frames   []string  `json:"frames"`
-	Controls []control `json:"controls"`
+	Fields   []Field         `json:"fields"`
+	Frames   []string        `json:"frames"`
+	Controls []control       `json:"controls"`
+	NRuns    int             `json:"nRuns"`
+	Layout   json.RawMessage `json:"-"`
 }
 
 // snapshot reads the page in an isolated world per frame. The main frame must still hold a
@@ -543,7 +552,13 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 		if v.owner[frame] == nil || depth > 8 || why != "" {
 			return nil
 		}
-		rr, err := s.evalFrame(ctx, v, frame, "read")
+		var rr *rawRead
+		var err error
+		if frame == mainID && s.cfg.pixels {
+			rr, err = s.readRendered(ctx, v, frame)
+		} else {
+			rr, err = s.evalFrame(ctx, v, frame, "read", nil)
+		}
 		if err != nil {
 			return err
 		}

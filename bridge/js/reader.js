@@ -139,6 +139,48 @@ function (opts, ...handles) {
   if (opts.mode === 'check') {
     return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls };
   }
+  // "paint" mode: opts.paint 'off' makes the paint of all text transparent, in the document and in
+  // every shadow root; 'on' removes that style again. Nothing else in the page changes: colour
+  // (and so currentColor borders and icons) and layout stay as they are.
+  if (opts.mode === 'paint') {
+    const tag = 'data-browser-agent-paint';
+    const css = '* { -webkit-text-fill-color: transparent !important; ' +
+      '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; ' +
+      'text-decoration-color: transparent !important; text-emphasis-color: transparent !important; } ' +
+      'text, tspan, textPath { fill: transparent !important; stroke: transparent !important; } ' +
+      // Text drawn by its background (background-clip: text): that background goes too.
+      '[data-browser-agent-bgtext] { background: none !important; }';
+    const scopes = [doc];
+    const find = (n) => {
+      for (let c = n.firstElementChild; c; c = c.nextElementSibling) {
+        const sr = c.shadowRoot || closedRoots.get(c);
+        if (sr) { scopes.push(sr); find(sr); }
+        find(c);
+      }
+    };
+    find(root);
+    for (const sc of scopes) {
+      for (const el of sc.querySelectorAll('*')) {
+        if (opts.paint === 'off') {
+          const st = getComputedStyle(el);
+          if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') el.setAttribute('data-browser-agent-bgtext', '');
+        } else if (el.hasAttribute('data-browser-agent-bgtext')) {
+          el.removeAttribute('data-browser-agent-bgtext');
+        }
+      }
+      const host = sc === doc ? (doc.head || root) : sc;
+      if (opts.paint === 'off') {
+        const st = doc.createElement('style');
+        st.setAttribute(tag, '');
+        st.textContent = css;
+        host.appendChild(st);
+      } else {
+        for (const st of Array.from(host.querySelectorAll('style[' + tag + ']'))) st.remove();
+      }
+    }
+    void root.offsetHeight;
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [] };
+  }
   const vw = window.innerWidth || root.clientWidth || 1280;
   const sx = window.scrollX, sy = window.scrollY;
   const MIN_FONT = opts.minFontPx || 6;
@@ -284,6 +326,57 @@ function (opts, ...handles) {
     textCache.set(t, v);
     return v;
   };
+  // Runs: every text node that passes the structural checks below gets an ordinal, in walk order.
+  // In "layout" mode the reader returns each run's boxes in page coordinates; the bridge shoots
+  // the page with and without text paint and passes back, in "read" mode, a verdict per run
+  // (opts.verdicts: 0 hidden, 1 visible, 2 not decided by pixels). A run the pixels did not decide
+  // (scrolled away inside a scroll container, outside the shot) falls back to the paint heuristics
+  // (contrast against the nearest background colour, alpha).
+  const runs = [];
+  let nRuns = 0;
+  const docW = Math.max(root.scrollWidth, vw);
+  const docH = Math.max(root.scrollHeight, doc.body ? doc.body.scrollHeight : 0);
+  // Can the page be scrolled sideways? Not when the root (or the body, which then gives the
+  // viewport its overflow) hides its horizontal overflow.
+  const xLocked = ['hidden', 'clip'].includes(getComputedStyle(root).overflowX) ||
+    (doc.body && ['hidden', 'clip'].includes(getComputedStyle(doc.body).overflowX) && getComputedStyle(root).overflowX === 'visible');
+  const capW = vw;
+  const capH = Math.min(docH, opts.maxShotH || 0);
+  const shownNow = (r, el) => {
+    for (let a = el; a; a = flatParent(a)) {
+      if (a === root || a === doc.body) continue;
+      const s = cs(a);
+      if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+      if (s.display === 'contents') continue;
+      const c = a.getBoundingClientRect();
+      const w = Math.min(r.right, c.right) - Math.max(r.left, c.left);
+      const h = Math.min(r.bottom, c.bottom) - Math.max(r.top, c.top);
+      if (w < 2 || h < 2) return false;
+    }
+    return true;
+  };
+  // Effective scale (transforms, zoom) and blur radius of an element's chain, in CSS px.
+  const scaleCache = new Map();
+  const scaleBlur = (el) => {
+    if (!el) return { scale: 1, blur: 0 };
+    if (scaleCache.has(el)) return scaleCache.get(el);
+    const up = scaleBlur(flatParent(el));
+    const s = cs(el);
+    let k = 1;
+    if (s.transform && s.transform !== 'none') {
+      try {
+        const m = new DOMMatrixReadOnly(s.transform);
+        k = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+      } catch (e) { k = 1; }
+    }
+    let blur = 0;
+    const re = /blur\(\s*([\d.]+)px\s*\)/g;
+    let mt;
+    while ((mt = re.exec(s.filter || ''))) blur += parseFloat(mt[1]);
+    const out = { scale: up.scale * k, blur: up.blur + blur * up.scale * k };
+    scaleCache.set(el, out);
+    return out;
+  };
   const textVisibleUncached = (t) => {
     if (!t.data.trim()) return false;
     const p = flatParent(t);
@@ -293,7 +386,34 @@ function (opts, ...handles) {
     if (s.visibility !== 'visible') return false;
     const b = boxed(p);
     if (!b || !b.checkVisibility({ checkOpacity: true })) return false;
-    if (parseFloat(s.fontSize) < MIN_FONT) return false;
+    // Too small or too blurred to read: the effective font size (computed size times the scale of
+    // the transforms above it) under MIN_FONT, or a blur radius of a quarter of it or more.
+    const sb = scaleBlur(p);
+    const eff = parseFloat(s.fontSize) * sb.scale;
+    if (eff < MIN_FONT || sb.blur >= eff / 4) return false;
+    range.selectNodeContents(t);
+    const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
+    if (!rects.length) return false;
+    const i = nRuns++;
+    if (opts.mode === 'layout') {
+      // null: not decided by pixels; 0: beyond what scrolling the page shows; boxes to compare.
+      let decidable = capH > 0, beyond = true;
+      const boxes = [];
+      for (const r of rects) {
+        const x = r.left + sx, y = r.top + sy;
+        if (!(y >= docH || (xLocked && x >= vw))) beyond = false;
+        if (x < 0 || y < 0 || x + r.width > capW || y + r.height > capH || !shownNow(r, b)) decidable = false;
+        boxes.push([x, y, r.width, r.height]);
+      }
+      runs.push(beyond ? 0 : (decidable ? boxes : null));
+    }
+    const v = opts.verdicts ? opts.verdicts[i] : 2;
+    if (v === 0) return false;
+    if (v === 1) return true;
+    return paintVisible(s, p);
+  };
+  // paintVisible is the fallback for runs the pixels did not decide.
+  const paintVisible = (s, p) => {
     let color = parseColor(s.webkitTextFillColor) || parseColor(s.color);
     if (color && color.a < 0.1) return false;
     const bg = background(p);
@@ -301,12 +421,7 @@ function (opts, ...handles) {
       const stroke = parseFloat(s.webkitTextStrokeWidth) || 0;
       if (stroke <= 0 && (!s.textShadow || s.textShadow === 'none')) return false;
     }
-    range.selectNodeContents(t);
-    const rects = range.getClientRects();
-    for (const r of rects) {
-      if (boxVisible(r, b)) return true;
-    }
-    return false;
+    return true;
   };
 
   const isBlock = (s) => {
@@ -478,6 +593,9 @@ function (opts, ...handles) {
     }
   }
 
+  if (opts.mode === 'layout') {
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, nRuns, capW, capH };
+  }
   return {
     url: String(location.href),
     title: (doc.title || '').replace(/\s+/g, ' ').trim().slice(0, 300),
@@ -486,5 +604,6 @@ function (opts, ...handles) {
     fields,
     frames: main.frames,
     controls,
+    nRuns,
   };
 }
