@@ -15,13 +15,20 @@ import (
 )
 
 // Visibility by rendering. A text run reaches the model only if drawing it changes pixels a
-// person can see. With the page's scripts disabled (Emulation.setScriptExecutionDisabled), the
-// reader lays the frame out and reports each run's boxes in page coordinates; the bridge shoots
+// person can see. With the page frozen (Page.setWebLifecycleState: no timers, tasks or
+// observers run; Emulation.setScriptExecutionDisabled is not used because it renders <noscript>
+// and so moves the layout between the shots), the reader lays the frame out and reports each run's boxes in page coordinates; the bridge shoots
 // the page (A), makes the paint of all text transparent (fill, stroke, shadow, decoration, SVG
 // fill) and shoots again (B), restores the paint and shoots a third time (A2). A pixel is drawn
 // by a run when it lies in the run's boxes and in no other run's, did not change between A and
 // A2 (animations, video) and differs between A and B. Then the reader reads the frame, in the same
-// frozen state, with one verdict per run. Whatever hides text (colour on a same-colour gradient,
+// frozen state, with one verdict per run (and the credential check in that same evaluation).
+//
+// Known limits: child frames, runs scrolled away inside a scroll container, runs below
+// maxShotHeight and pages whose shots take longer than maxPixelTime are decided by the reader's
+// paint heuristics (display, visibility, opacity, clips, contrast against the nearest background
+// colour), not by pixels. A pixel the paint-off style changes but no run drew (the text of a form
+// control, generated content) is counted for a run whose box covers it alone. Whatever hides text (colour on a same-colour gradient,
 // text drawn only by a shadow or stroke in the background colour, nested or filtered opacity,
 // clip paths, masks, blend modes, an overlay on top) leaves no such pixel.
 //
@@ -38,9 +45,9 @@ const (
 	// minRunHeight is the least height, in CSS px after transforms, of a run's tallest box (the
 	// line box: about 1.2 times the effective font size). Below it text scaled down is a smudge.
 	minRunHeight = 6
-	// maxPixelTime bounds the layout and the shots (and at most half of what is left of the
+	// maxPixelTime bounds the layout and the shots (and at most a quarter of what is left of the
 	// read's time): a page that takes longer is read by the paint heuristics, and the log says so.
-	maxPixelTime = 6 * time.Second
+	maxPixelTime = 4 * time.Second
 	// maxShotHeight bounds the shot's height in CSS px; runs below it (and runs scrolled away
 	// inside a scroll container) are decided by the reader's paint heuristics instead.
 	maxShotHeight = 4000
@@ -84,10 +91,10 @@ func shoot(ctx context.Context, t *target, x, y, w, h float64) (image.Image, err
 }
 
 // maxBands bounds the shots per picture.
-const maxBands = 8
+const maxBands = 3
 
 // bandsOf returns the vertical spans [y0, y1) of the page that hold runs' boxes, merged where
-// they are less than 32 px apart and then, closest first, down to maxBands.
+// they are less than 400 px apart (one shot costs more than the pixels it skips) and then, closest first, down to maxBands.
 func bandsOf(boxes [][][4]float64, h float64) [][2]float64 {
 	var iv [][2]float64
 	for _, bs := range boxes {
@@ -98,7 +105,7 @@ func bandsOf(boxes [][][4]float64, h float64) [][2]float64 {
 	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
 	var out [][2]float64
 	for _, x := range iv {
-		if n := len(out); n > 0 && x[0]-out[n-1][1] < 32 {
+		if n := len(out); n > 0 && x[0]-out[n-1][1] < 400 {
 			out[n-1][1] = math.Max(out[n-1][1], x[1])
 			continue
 		}
@@ -147,9 +154,11 @@ func (s *Session) readRendered(ctx context.Context, v *pageView, frame string) (
 		return nil, err
 	}
 	defer func() {
-		_ = cdpCall(context.WithoutCancel(ctx), t.sess, "Page.setWebLifecycleState", map[string]any{"state": "active"}, nil)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = cdpCall(uctx, t.sess, "Page.setWebLifecycleState", map[string]any{"state": "active"}, nil)
 	}()
-	pctx, cancel := context.WithTimeout(ctx, min(time.Until(deadlineOf(ctx))/2, maxPixelTime))
+	pctx, cancel := context.WithTimeout(ctx, min(time.Until(deadlineOf(ctx))/4, maxPixelTime))
 	verdicts, err := s.pixelVerdicts(pctx, v, frame)
 	cancel()
 	if err != nil {
