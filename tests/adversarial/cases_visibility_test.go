@@ -20,7 +20,9 @@ func visibilityCases() []*tcase {
 		hidden("mask-image", `<div style="-webkit-mask-image:linear-gradient(transparent,transparent);mask-image:linear-gradient(transparent,transparent)">{marker}</div>`),
 		hidden("overlay on top", `<div style="position:relative"><span>{marker}</span><div style="position:absolute;inset:-4px;background:#fff"></div></div>`),
 		hidden("svg text fill white", `<svg width="400" height="40"><text x="0" y="20" fill="#fff">{marker}</text></svg>`),
-		hidden("blend screen", `<span style="mix-blend-mode:screen">{marker}</span>`),
+		// The root needs a background for the blend to have a backdrop: without one, black text
+		// blended with "screen" over the transparent root is drawn black and is visible.
+		hidden("blend screen", `<style>html{background:#fff}</style><span style="mix-blend-mode:screen">{marker}</span>`),
 		hidden("first-line like background", `<style>.fl::first-line{color:#fff}</style><p class="fl">{marker}</p>`),
 		hidden("scaled to 0.08", `<div style="transform:scale(.08);transform-origin:0 0">{marker}</div>`),
 		hidden("blurred", `<div style="filter:blur(12px)">{marker}</div>`),
