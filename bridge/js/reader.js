@@ -412,11 +412,13 @@ function (opts, ...handles) {
     if (v === 1) return true;
     return paintVisible(s, p);
   };
-  // paintVisible is the fallback for runs the pixels did not decide.
+  // paintVisible is the fallback for runs the pixels did not decide. It errs towards hidden: text
+  // on a background it cannot know (an image or a gradient) is not read.
   const paintVisible = (s, p) => {
     let color = parseColor(s.webkitTextFillColor) || parseColor(s.color);
     if (color && color.a < 0.1) return false;
     const bg = background(p);
+    if (!bg) return false;
     if (color && bg && contrast(color, bg) < 1.25) {
       const stroke = parseFloat(s.webkitTextStrokeWidth) || 0;
       if (stroke <= 0 && (!s.textShadow || s.textShadow === 'none')) return false;
