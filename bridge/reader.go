@@ -365,6 +365,24 @@ func (v *pageView) domCredential() string {
 	return ""
 }
 
+// countNodes counts the nodes of n's tree, stopping at limit.
+func countNodes(n *cdpNode, limit int) int {
+	if n == nil {
+		return 0
+	}
+	c := 1
+	for _, ch := range n.Children {
+		if c >= limit {
+			return c
+		}
+		c += countNodes(ch, limit-c)
+	}
+	for _, sr := range n.ShadowRoots {
+		c += countNodes(sr, limit-c)
+	}
+	return c + countNodes(n.ContentDocument, limit-c)
+}
+
 // readerGroup is the object group of the handles the reader is given.
 const readerGroup = "browser-agent-reader"
 
@@ -554,7 +572,7 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 		}
 		var rr *rawRead
 		var err error
-		if frame == mainID && s.cfg.pixels {
+		if frame == mainID && s.cfg.pixels && countNodes(v.targets[0].doc, maxPixelNodes+1) <= maxPixelNodes {
 			rr, err = s.readRendered(ctx, v, frame)
 		} else {
 			rr, err = s.evalFrame(ctx, v, frame, "read", nil)

@@ -24,7 +24,7 @@ import (
 // A2 (animations, video) and differs between A and B. Then the reader reads the frame, in the same
 // frozen state, with one verdict per run (and the credential check in that same evaluation).
 //
-// Known limits: child frames, runs scrolled away inside a scroll container, runs below
+// Known limits: pages of more than maxPixelNodes DOM nodes, child frames, runs scrolled away inside a scroll container, runs below
 // maxShotHeight and pages whose shots take longer than maxPixelTime are decided by the reader's
 // paint heuristics (display, visibility, opacity, clips, contrast against the nearest background
 // colour), not by pixels. A pixel the paint-off style changes but no run drew (the text of a form
@@ -48,6 +48,9 @@ const (
 	// maxPixelTime bounds the layout and the shots (and at most a quarter of what is left of the
 	// read's time): a page that takes longer is read by the paint heuristics, and the log says so.
 	maxPixelTime = 4 * time.Second
+	// maxPixelNodes: a page whose DOM has more nodes is read by the paint heuristics (its layout
+	// alone costs as much as its read; under load the two overran the navigation timeout).
+	maxPixelNodes = 2500
 	// maxShotHeight bounds the shot's height in CSS px; runs below it (and runs scrolled away
 	// inside a scroll container) are decided by the reader's paint heuristics instead.
 	maxShotHeight = 4000
