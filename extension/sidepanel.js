@@ -44,7 +44,7 @@ async function start(preset) {
     resp = await fetch(server + "/api/runs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ preset }) });
   } catch (e) {
     busy(false);
-    notice("Could not reach the server: " + e.message, "error");
+    notice("Could not reach " + server + ": " + e.message + ". Check that the server runs with --allow-origin " + location.origin + ".", "error");
     return;
   }
   if (!resp.ok) {

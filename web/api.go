@@ -49,6 +49,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/runs/{id}/events", s.events)
 	mux.HandleFunc("GET /api/runs/{id}/frame", s.frame)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		// A known endpoint asked with another method answers 405 with the methods it takes.
+		if allow := allowedMethods(r.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed here; allowed: %s", clip(r.Method, 16), allow), nil)
+			return
+		}
 		writeError(w, http.StatusNotFound, "no such API endpoint", nil)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +104,7 @@ func (s *Server) serveStatic(name string) http.HandlerFunc {
 // preflight answers CORS preflights from the allowed origins (the side panel).
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o == "" || !s.origins[o] {
-		writeError(w, http.StatusForbidden, "origin not allowed", nil)
+		writeError(w, http.StatusForbidden, originRefused(o), nil)
 		return
 	}
 	h := w.Header()
@@ -106,6 +112,28 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h.Set("Access-Control-Allow-Headers", "Content-Type, Last-Event-ID")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// allowedMethods is the Allow header of an API path routes serves, "" for an unknown one.
+func allowedMethods(p string) string {
+	switch seg := strings.Split(strings.TrimPrefix(p, "/api/"), "/"); {
+	case p == "/api/health" || p == "/api/presets":
+		return "GET, HEAD"
+	case p == "/api/runs":
+		return "POST, OPTIONS"
+	case len(seg) == 2 && seg[0] == "runs" && seg[1] != "",
+		len(seg) == 3 && seg[0] == "runs" && seg[1] != "" && (seg[2] == "events" || seg[2] == "frame"):
+		return "GET, HEAD"
+	}
+	return ""
+}
+
+// originRefused says a browser origin may not call the API, and how the server's operator lets it.
+func originRefused(o string) string {
+	if o == "" || o == "null" {
+		return "origin not allowed"
+	}
+	return fmt.Sprintf("origin not allowed: start the server with --allow-origin %s to let it call the API", clip(o, 128))
 }
 
 // originAllowed is the check against cross-site requests that start runs: no Origin (a script, not
@@ -162,6 +190,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 // liveReadOnly is liveAllowed without writing to the ledger.
 func (s *Server) liveReadOnly(r *http.Request) (bool, string) {
+	if s.recordedOnly {
+		return false, WhyRecordedOnly
+	}
 	if s.ledger == nil {
 		return false, WhyLedger
 	}
@@ -198,7 +229,7 @@ type CreatedJSON struct {
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if !s.originAllowed(r) {
-		writeError(w, http.StatusForbidden, "origin not allowed", nil)
+		writeError(w, http.StatusForbidden, originRefused(r.Header.Get("Origin")), nil)
 		return
 	}
 	// The body is small: a slow sender does not get to hold the connection.
@@ -222,7 +253,11 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		writeError(w, http.StatusBadRequest, `the body must be one JSON object: {"preset": NAME} or {"task": TEXT}`, nil)
+		msg := `the body must be one JSON object: {"preset": NAME} or {"task": TEXT}`
+		if f, ok := unknownField(err); ok {
+			msg = fmt.Sprintf("unknown field %q: %s", clip(f, 64), msg)
+		}
+		writeError(w, http.StatusBadRequest, msg, nil)
 		return
 	}
 	if (req.Preset == "") == (req.Task == "") {
@@ -234,7 +269,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if req.Preset != "" {
 		p, ok := coordinator.PresetByName(req.Preset)
 		if !ok {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q", clip(req.Preset, 64)), nil)
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q; presets: %s", clip(req.Preset, 64), strings.Join(presetNames(), ", ")), nil)
 			return
 		}
 		preset, task = p, p.Task
@@ -392,6 +427,23 @@ func writeError(w http.ResponseWriter, status int, msg string, extra map[string]
 		body[k] = v
 	}
 	writeJSON(w, status, body)
+}
+
+// unknownField is the name in encoding/json's error for a field DisallowUnknownFields refused.
+func unknownField(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	const prefix = "json: unknown field "
+	msg := err.Error()
+	if !strings.HasPrefix(msg, prefix) {
+		return "", false
+	}
+	name, err := strconv.Unquote(strings.TrimPrefix(msg, prefix))
+	if err != nil {
+		return "", false
+	}
+	return name, true
 }
 
 // clip cuts s to at most n bytes for an error message.

@@ -145,6 +145,15 @@ func presetsJSON() []PresetJSON {
 	return out
 }
 
+// presetNames are the presets' names, in the API's order.
+func presetNames() []string {
+	var out []string
+	for _, p := range coordinator.Presets() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {

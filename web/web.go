@@ -97,6 +97,10 @@ func WithRecorder(r coordinator.Recorder) Option { return func(s *Server) { s.re
 // WithLedger sets the spend ledger. Without one, no live run is allowed: recorded runs play.
 func WithLedger(l Ledger) Option { return func(s *Server) { s.ledger = l } }
 
+// WithRecordedOnly plays a recorded run for every request: no live run, no model spend. It is the
+// demo's recorded-only mode, chosen on purpose ("serve --recorded-only" or "--daily-spend 0").
+func WithRecordedOnly(on bool) Option { return func(s *Server) { s.recordedOnly = on } }
+
 // WithClock sets the clock of the limits, the ledger's day and the coordinator (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.clock = now } }
 
@@ -162,8 +166,10 @@ type Server struct {
 	speed      float64
 	maxGap     time.Duration
 	frames     bool
-	logf       func(string, ...any)
-	handler    http.Handler
+	// recordedOnly: every run plays a recording (WithRecordedOnly).
+	recordedOnly bool
+	logf         func(string, ...any)
+	handler      http.Handler
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -229,11 +235,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 const (
 	WhySpendCap = "daily model-spend cap reached"
 	WhyLedger   = "spend ledger unavailable"
+	// WhyRecordedOnly: the server was started in recorded-only mode.
+	WhyRecordedOnly = "recorded-only mode"
 )
 
 // liveAllowed checks the spend ledger before a live run. Anything but a readable ledger under the
 // cap, with every charge written, means no live run: it fails closed.
 func (s *Server) liveAllowed(ctx context.Context) (bool, string) {
+	if s.recordedOnly {
+		return false, WhyRecordedOnly
+	}
 	if s.ledger == nil {
 		return false, WhyLedger
 	}

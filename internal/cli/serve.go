@@ -51,7 +51,8 @@ func serveCmd(e *env, args []string) error {
 	fs.Var(&origins, "allow-origin", "let this origin call the API, e.g. chrome-extension://ID for the side panel (repeatable)")
 	d := web.DefaultLimits()
 	perVisitor := fs.Int("runs-per-hour", d.PerVisitor, "runs per visitor per hour")
-	spend := fs.Float64("daily-spend", d.DailySpendUSD, "model spend per UTC day in USD; past it a recorded run plays")
+	spend := fs.Float64("daily-spend", d.DailySpendUSD, "model spend per UTC day in USD; past it a recorded run plays (0: recorded-only mode)")
+	recordedOnly := fs.Bool("recorded-only", false, "play recorded real runs only: no live run, no model call")
 	queue := fs.Int("queue", d.Queue, "runs that may wait for the one running (others get 429)")
 	runTimeout := fs.Duration("run-timeout", d.RunDeadline, "bounds one live run")
 	if err := parseFlags(fs, args); err != nil {
@@ -76,8 +77,8 @@ func serveCmd(e *env, args []string) error {
 	switch {
 	case *perVisitor < 1:
 		return usageError("--runs-per-hour must be at least 1")
-	case !(*spend > 0) || math.IsInf(*spend, 0):
-		return usageError("--daily-spend must be a positive amount")
+	case !(*spend >= 0) || math.IsInf(*spend, 0):
+		return usageError("--daily-spend must be an amount in USD, 0 or more (0: recorded-only mode)")
 	case *queue < 0:
 		return usageError("--queue must not be negative")
 	case *runTimeout < time.Second:
@@ -106,6 +107,7 @@ func serveCmd(e *env, args []string) error {
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(auditRecorder{store}),
 		web.WithLedger(store),
+		web.WithRecordedOnly(*recordedOnly || *spend == 0),
 		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, RunDeadline: *runTimeout}),
 		web.WithTrustedProxies(trusted...),
 		web.WithAllowedOrigins(origins...),
@@ -126,7 +128,11 @@ func serveCmd(e *env, args []string) error {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          nil,
 	}
-	fmt.Fprintf(e.stderr, "serving the live demo on http://%s (model %s, database %s)\n", ln.Addr(), *modelSpec, store.Path())
+	mode := "model " + *modelSpec
+	if *recordedOnly || *spend == 0 {
+		mode = "recorded-only mode: recorded runs play, no live run"
+	}
+	fmt.Fprintf(e.stderr, "serving the live demo on http://%s (%s, database %s)\n", ln.Addr(), mode, store.Path())
 	serveListening(ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
