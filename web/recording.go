@@ -97,6 +97,15 @@ func LoadRecordings(fsys fs.FS) ([]Recording, error) {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("recorded run %s: %w", name, err)
 		}
+		// Files recorded before steps carried their outcome get it here.
+		for i := range r.Timeline {
+			if st := r.Timeline[i].Step; st != nil {
+				*st = withOutcome(*st)
+			}
+		}
+		for i := range r.Result.Steps {
+			r.Result.Steps[i] = withOutcome(r.Result.Steps[i])
+		}
 		if prev, dup := seen[r.Preset]; dup {
 			return nil, fmt.Errorf("recorded run %s: preset %q is also recorded in %s", name, r.Preset, prev)
 		}

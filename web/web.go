@@ -7,8 +7,6 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -440,9 +438,11 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.limits.RunDeadline+30*time.Second)
 		defer cancel()
 		opts := []coordinator.Option{coordinator.WithClock(s.clock), coordinator.WithDeadline(s.limits.RunDeadline)}
-		if s.rec != nil {
-			opts = append(opts, coordinator.WithRecorder(s.rec))
+		rec := s.rec
+		if rec == nil {
+			rec = noRecorder{}
 		}
+		opts = append(opts, coordinator.WithRecorder(sameID{rec, r.id}))
 		res, _ := Execute(ctx, RunSpec{
 			Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
 			Launch: s.launch, Options: opts, Frames: s.frames,
@@ -548,10 +548,30 @@ func (s *Server) playback(r *run, rec Recording, ok bool) {
 	r.finish(rec.Result)
 }
 
-func newRunID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// newRunID is a run's ID: the API's and, for a live run, the audit store's (see sameID).
+func newRunID() string { return audit.NewRunID() }
+
+// sameID records a live run in the audit store under the ID the API gave it, so that one ID
+// names the run on the page, in the API and in "browser-agent audit".
+type sameID struct {
+	coordinator.Recorder
+	id string
+}
+
+// noRecorder records nothing: the run keeps the API's ID without an audit store.
+type noRecorder struct{}
+
+func (noRecorder) BeginRun(_ context.Context, rr coordinator.RunRecord) (string, error) {
+	return rr.ID, nil
+}
+func (noRecorder) AddStep(context.Context, coordinator.StepRecord) error  { return nil }
+func (noRecorder) FinishRun(context.Context, coordinator.RunRecord) error { return nil }
+
+func (r sameID) BeginRun(ctx context.Context, rr coordinator.RunRecord) (string, error) {
+	if rr.ID == "" {
+		rr.ID = r.id
+	}
+	return r.Recorder.BeginRun(ctx, rr)
 }
 
 // human writes a duration for a person: "15 s", "3 min", "1 h".

@@ -1,6 +1,6 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
-import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError } from "./render.js";
+import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError, plural } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { id, es, info, done }
@@ -135,7 +135,7 @@ function showFrame(id, f) {
 
 function addStep(s) {
   $("steps").append(stepItem(s));
-  $("step-count").textContent = "(" + $("steps").children.length + ")";
+  $("step-count").textContent = "(" + plural($("steps").children.length, "step") + ")";
   const box = $("steps");
   box.scrollTop = box.scrollHeight;
 }
@@ -206,7 +206,7 @@ loadPresets();
 loadHealth();
 // #run=ID follows that run: a link to a run in progress or done.
 function followHash() {
-  const m = /^#run=([0-9a-f]{32})$/.exec(location.hash);
+  const m = /^#run=([0-9a-f]{16})$/.exec(location.hash);
   if (m && (!current || current.id !== m[1])) {
     busy(true);
     attach(m[1], null);
