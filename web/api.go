@@ -160,6 +160,12 @@ type HealthJSON struct {
 	Running int        `json:"running"`
 	Queued  int        `json:"queued"`
 	Limits  LimitsJSON `json:"limits"`
+	// RunsLeft is how many live runs the asking visitor has left in the window, and
+	// RunsBackSeconds when the next one comes back (0 when none is used).
+	RunsLeft        int `json:"runs_left"`
+	RunsBackSeconds int `json:"runs_back_seconds"`
+	// LiveRun is the ID of the live run in progress, "" when none: anyone may watch it.
+	LiveRun string `json:"live_run,omitempty"`
 }
 
 // LimitsJSON are the public-run limits as the page shows them.
@@ -179,8 +185,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	queued := s.live - running
 	s.mu.Unlock()
 	l := s.limits
+	left, back := s.runsLeft(s.visitor(r))
+	backS := 0
+	if back > 0 {
+		backS = retrySeconds(back)
+	}
 	writeJSON(w, http.StatusOK, HealthJSON{
 		Status: "ok", Live: live, Why: why, Running: running, Queued: queued,
+		RunsLeft: left, RunsBackSeconds: backS, LiveRun: s.liveRunID(),
 		Limits: LimitsJSON{
 			Concurrent: l.Concurrent, Queue: l.Queue, PerVisitor: l.PerVisitor, WindowSeconds: int(l.Window.Seconds()),
 			DailySpendUSD: l.DailySpendUSD, RunDeadlineSec: int(l.RunDeadline.Seconds()),
@@ -225,6 +237,8 @@ type CreatedJSON struct {
 	URL    string `json:"url"`    // GET it for the run
 	Events string `json:"events"` // the run's event stream
 	Frame  string `json:"frame"`  // the live view's latest frame
+	// RunsLeft is how many live runs the visitor has left in the window.
+	RunsLeft int `json:"runs_left"`
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
@@ -281,17 +295,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error(), map[string]any{"status": coordinator.StatusRejected})
 		return
 	}
-	visitor := visitorKey(clientAddr(r, s.trusted))
 	live, why := s.liveAllowed(r.Context())
 	info := RunInfo{Task: t.Text, Preset: preset.Name, Simulated: preset.Simulated, Model: s.modelName}
-	var rec Recording
-	found := false
-	if !live {
-		var other bool
-		rec, other, found = s.recordingFor(task, preset)
-		recorded(&info, rec, other, found, why)
-	}
-	run, lerr := s.admit(visitor, info, live)
+	rec, other, found := s.recordingFor(task, preset)
+	adm, lerr := s.admit(admission{visitor: s.visitor(r), info: info, live: live, why: why, rec: rec, other: other, found: found})
 	if lerr != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(lerr.retry)))
 		code := http.StatusTooManyRequests
@@ -303,15 +310,18 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	if live {
+	run := adm.run
+	if adm.live {
 		s.startLive(run, task, preset)
 	} else {
-		s.logf("web: run %s plays a recorded run: %s", run.id, why)
+		s.logf("web: run %s plays a recorded run: %s", run.id, run.snapshot().Recorded.Why)
 		s.startPlayback(run, rec, found)
 	}
 	base := "/api/runs/" + run.id
 	w.Header().Set("Location", base)
-	writeJSON(w, http.StatusAccepted, CreatedJSON{RunInfo: run.snapshot().RunInfo, URL: base, Events: base + "/events", Frame: base + "/frame"})
+	writeJSON(w, http.StatusAccepted, CreatedJSON{
+		RunInfo: run.snapshot().RunInfo, URL: base, Events: base + "/events", Frame: base + "/frame", RunsLeft: adm.left,
+	})
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
@@ -348,7 +358,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such run", nil)
 		return
 	}
-	visitor := visitorKey(clientAddr(r, s.trusted))
+	visitor := s.visitor(r)
 	s.mu.Lock()
 	if s.streams >= s.limits.Streams || s.vstreams[visitor] >= s.limits.VisitorStream {
 		s.mu.Unlock()

@@ -39,7 +39,13 @@ type RunInfo struct {
 
 // RecordedInfo labels a recorded run played in place of a live one.
 type RecordedInfo struct {
-	Why        string    `json:"why"` // "daily model-spend cap reached" or "spend ledger unavailable"
+	// Kind is why in one word: KindPaused, KindBusy or KindVisitor.
+	Kind string `json:"kind"`
+	// Why says it for a person: "daily model-spend cap reached", "busy: one live run at a time; …".
+	Why string `json:"why"`
+	// Watch is the ID of the live run in progress when the demo was busy: its event stream can be
+	// followed read-only.
+	Watch      string    `json:"watch,omitempty"`
 	Preset     string    `json:"preset"`
 	Task       string    `json:"task"` // the recorded run's task
 	Model      string    `json:"model"`

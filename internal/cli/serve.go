@@ -107,6 +107,7 @@ func serveCmd(e *env, args []string) error {
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(auditRecorder{store}),
 		web.WithLedger(store),
+		web.WithVisitLog(store),
 		web.WithRecordedOnly(*recordedOnly || *spend == 0),
 		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, RunDeadline: *runTimeout}),
 		web.WithTrustedProxies(trusted...),

@@ -1,6 +1,6 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
-import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError, plural } from "./render.js";
+import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError, plural, runsLeftText } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { id, es, info, done }
@@ -47,6 +47,10 @@ async function loadHealth() {
     hl.hidden = false;
     hl.className = "health " + (h.live ? "health-live" : "health-recorded");
     hl.textContent = h.live ? "Live runs are on." : "Live runs are paused (" + h.why + "): runs play a recorded real run, labelled recorded.";
+    const rl = $("runs-left");
+    rl.hidden = !h.live;
+    rl.textContent = runsLeftText(h);
+    rl.dataset.left = String(h.runs_left);
   } catch (e) { /* the page works without it */ }
 }
 
@@ -69,6 +73,7 @@ async function start(body) {
   }
   const created = await resp.json();
   attach(created.id, created);
+  loadHealth();
 }
 
 function resetRun(info) {
@@ -97,6 +102,10 @@ function showInfo(info) {
   const rb = $("recorded-banner");
   rb.hidden = !info.recorded;
   rb.textContent = info.recorded ? recordedText(info.recorded) : "";
+  const watch = info.recorded && info.recorded.watch;
+  $("watch-box").hidden = !watch;
+  $("watch-live").dataset.run = watch || "";
+  $("spectator-banner").hidden = !current.spectator;
   const sb = $("simulated-banner");
   sb.hidden = !info.simulated;
   sb.textContent = info.simulated ? SIMULATED_TEXT : "";
@@ -154,9 +163,9 @@ function finish() {
   loadHealth();
 }
 
-function attach(id, info) {
+function attach(id, info, spectator) {
   if (current && current.es) current.es.close();
-  current = { id, es: null, info: null, done: false };
+  current = { id, es: null, info: null, done: false, spectator: !!spectator };
   resetRun(info);
   history.replaceState(null, "", "#run=" + encodeURIComponent(id));
   const me = current;
@@ -191,6 +200,12 @@ async function recover(me) {
   }
   finish();
 }
+
+// Watching is read-only: the run's event stream, nothing else.
+$("watch-live").addEventListener("click", () => {
+  const id = $("watch-live").dataset.run;
+  if (id) attach(id, null, true);
+});
 
 $("task-form").addEventListener("submit", (e) => {
   e.preventDefault();

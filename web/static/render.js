@@ -145,6 +145,8 @@ export function resultView(res, info) {
 // recordedText labels a recorded run.
 export function recordedText(rec) {
   let t = "Recorded run: live runs are paused (" + rec.why + "). ";
+  if (rec.kind === "busy") t = "Recorded run: the live browser is busy with another visitor's run (" + rec.why + "), so a recorded real run plays instead. ";
+  else if (rec.kind === "visitor") t = "Recorded run: you have used your live runs for now (" + rec.why + "), so a recorded real run plays instead. ";
   if (rec.preset) {
     t += "This is a real run recorded " + fmtTime(rec.recorded_at) + " with model " + rec.model + " in " + rec.browser + ".";
     if (rec.other_task) t += " It is the recording of \u201c" + rec.task + "\u201d, not of your task.";
@@ -153,6 +155,14 @@ export function recordedText(rec) {
 }
 
 export const SIMULATED_TEXT = "Simulated preset: a real model refuses this, so one scripted tool call is substituted for its turn to show the policy blocking it. The decision is real.";
+
+// runsLeftText says how many live runs a visitor has left in the window.
+export function runsLeftText(h) {
+  const per = h.limits && h.limits.window_seconds !== 3600 ? "in the next " + Math.round(h.limits.window_seconds / 60) + " min" : "this hour";
+  if (h.runs_left > 0) return plural(h.runs_left, "live run") + " left " + per + ".";
+  const back = h.runs_back_seconds > 0 ? " The next one in " + (h.runs_back_seconds < 120 ? h.runs_back_seconds + " s" : Math.ceil(h.runs_back_seconds / 60) + " min") + "." : "";
+  return "No live runs left " + per + ": runs play a recorded real run instead." + back;
+}
 
 // apiError turns a failed response into a message for a person.
 export async function apiError(resp) {
