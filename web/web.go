@@ -86,7 +86,7 @@ func (l Limits) withDefaults() Limits {
 	out := Limits{
 		Concurrent: pick(l.Concurrent, d.Concurrent), Queue: max(l.Queue, 0), PerVisitor: pick(l.PerVisitor, d.PerVisitor),
 		Recorded: pick(l.Recorded, d.Recorded),
-		Window: pickD(l.Window, d.Window), DailySpendUSD: l.DailySpendUSD, RunDeadline: pickD(l.RunDeadline, d.RunDeadline),
+		Window:   pickD(l.Window, d.Window), DailySpendUSD: l.DailySpendUSD, RunDeadline: pickD(l.RunDeadline, d.RunDeadline),
 		BusyRetry: pickD(l.BusyRetry, d.BusyRetry), Streams: pick(l.Streams, d.Streams),
 		VisitorStream: pick(l.VisitorStream, d.VisitorStream), KeepRuns: pick(l.KeepRuns, d.KeepRuns),
 	}
