@@ -44,6 +44,8 @@ type Moment struct {
 	Step  *StepJSON `json:"step,omitempty"`
 	Frame []byte    `json:"frame,omitempty"` // PNG of the agent's browser viewport
 	View  string    `json:"view,omitempty"`  // why there is no frame: one of the View* phrases
+	// Phase is a start phase of the run's browser (live runs only; never in a recording).
+	Phase string `json:"phase,omitempty"`
 }
 
 // RunSpec is one run for Execute.
@@ -134,10 +136,12 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 	if spec.Launch == nil {
 		return c.Fail(ctx, ra, "browser: no launcher"), ""
 	}
-	b, closer, err := spec.Launch(ctx, spec.Policy)
+	emit(Moment{AtMS: at(), Phase: PhaseStarting})
+	b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), spec.Policy)
 	if err != nil {
 		return c.Fail(ctx, ra, "browser: "+err.Error()), ""
 	}
+	emit(Moment{AtMS: at(), Phase: PhaseReady})
 	defer closer.Close()
 	ra.Browser = b
 	shots, _ = b.(screenshotter)

@@ -52,7 +52,7 @@ func (r Recording) Validate() error {
 			return fmt.Errorf("timeline entry %d goes back in time", i+1)
 		}
 		last = m.AtMS
-		if (m.Step != nil) == (m.Frame != nil || m.View != "") || (m.Frame != nil && m.View != "") {
+		if (m.Step != nil) == (m.Frame != nil || m.View != "") || (m.Frame != nil && m.View != "") || m.Phase != "" {
 			return fmt.Errorf("timeline entry %d must hold exactly one of step, frame or view", i+1)
 		}
 		if m.Step != nil {
@@ -131,7 +131,11 @@ func MarshalRecording(r Recording) ([]byte, error) {
 // status before keeping it.
 func Capture(ctx context.Context, spec RunSpec) Recording {
 	var timeline []Moment
-	res, browser := Execute(ctx, spec, func(m Moment) { timeline = append(timeline, m) })
+	res, browser := Execute(ctx, spec, func(m Moment) {
+		if m.Phase == "" {
+			timeline = append(timeline, m)
+		}
+	})
 	if browser == "" {
 		browser = "none"
 	}

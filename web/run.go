@@ -19,6 +19,7 @@ const (
 	EventRun    = "run"    // RunInfo, sent first and on every change of state
 	EventStep   = "step"   // StepJSON
 	EventFrame  = "frame"  // FrameJSON: the live view changed
+	EventPhase  = "phase"  // PhaseJSON: a start phase of the run's browser
 	EventResult = "result" // ResultJSON
 	EventEnd    = "end"    // {}: the stream ends
 )
@@ -63,9 +64,16 @@ type FrameJSON struct {
 	View string `json:"view,omitempty"`
 }
 
+// PhaseJSON is a start phase of a live run's browser, AtMS after the run began.
+type PhaseJSON struct {
+	Phase string `json:"phase"`
+	AtMS  int64  `json:"at_ms"`
+}
+
 // RunJSON is GET /api/runs/{id}: the run, its steps so far, its live view and its result.
 type RunJSON struct {
 	RunInfo
+	Phases []PhaseJSON `json:"phases"`
 	Steps  []StepJSON  `json:"steps"`
 	Frame  FrameJSON   `json:"frame"`
 	Result *ResultJSON `json:"result"`
@@ -86,6 +94,7 @@ type run struct {
 	info    RunInfo
 	events  []event
 	changed chan struct{} // closed and replaced on every new event
+	phases  []PhaseJSON
 	steps   []StepJSON
 	frame   []byte
 	fj      FrameJSON
@@ -121,6 +130,10 @@ func (r *run) moment(m Moment) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
+	case m.Phase != "":
+		p := PhaseJSON{Phase: m.Phase, AtMS: m.AtMS}
+		r.phases = append(r.phases, p)
+		r.emitLocked(EventPhase, p)
 	case m.Step != nil:
 		r.steps = append(r.steps, *m.Step)
 		r.emitLocked(EventStep, *m.Step)
@@ -154,7 +167,7 @@ func (r *run) finish(res ResultJSON) {
 func (r *run) snapshot() RunJSON {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := RunJSON{RunInfo: r.info, Steps: append([]StepJSON{}, r.steps...), Frame: r.fj, Result: r.result}
+	out := RunJSON{RunInfo: r.info, Phases: append([]PhaseJSON{}, r.phases...), Steps: append([]StepJSON{}, r.steps...), Frame: r.fj, Result: r.result}
 	if r.frame == nil {
 		out.Frame.Seq = 0
 	}

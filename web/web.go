@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/netip"
@@ -154,6 +155,10 @@ func WithPlayback(speed float64, maxGap time.Duration) Option {
 	return func(s *Server) { s.speed, s.maxGap = max(speed, 0), maxGap }
 }
 
+// WithPrewarm keeps the next run's browser started before it is needed (see pool): a run takes a
+// browser launched in advance, its own, and the next one starts at once. Default off.
+func WithPrewarm(on bool) Option { return func(s *Server) { s.prewarm = on } }
+
 // WithFrames turns the live view on or off (default on).
 func WithFrames(on bool) Option { return func(s *Server) { s.frames = on } }
 
@@ -186,6 +191,8 @@ type Server struct {
 	frames     bool
 	// recordedOnly: every run plays a recording (WithRecordedOnly).
 	recordedOnly bool
+	prewarm      bool
+	pool         *pool
 	logf         func(string, ...any)
 	handler      http.Handler
 
@@ -239,6 +246,19 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("web: %w", err)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if launch := s.launch; launch != nil {
+		if s.prewarm && !s.recordedOnly {
+			s.pool = newPool(s.ctx, launch, s.pol, time.Now)
+			s.launch = func(ctx context.Context, _ *policy.Policy) (coordinator.Browser, io.Closer, error) {
+				return s.pool.take(ctx, phaseOf(ctx))
+			}
+		} else {
+			s.launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+				phaseOf(ctx)(PhaseCold)
+				return launch(ctx, pol)
+			}
+		}
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -250,6 +270,9 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	if s.pool != nil {
+		s.pool.wait()
+	}
 	return nil
 }
 
@@ -560,7 +583,7 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 			Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
 			Launch: s.launch, Options: opts, Frames: s.frames,
 		}, func(m Moment) {
-			if size += len(m.Frame); size <= maxRecentSize {
+			if size += len(m.Frame); size <= maxRecentSize && m.Phase == "" {
 				timeline = append(timeline, m)
 			}
 			r.moment(m)

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/web"
 )
@@ -35,6 +37,10 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 var serveContext = func() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
+
+// serveWarm keeps one driver up and the next run's browser started in advance. Tests that fake
+// the browser turn it off.
+var serveWarm = true
 
 // serveListening is told the address "serve" listens on. Tests replace it.
 var serveListening = func(addr string) {}
@@ -100,10 +106,29 @@ func serveCmd(e *env, args []string) error {
 	store, pol := prep.store, prep.pol
 
 	logf := func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
+	launch := func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		return launchBrowser(ctx, pol)
+	}
+	warm := serveWarm && !(*recordedOnly || *spend == 0)
+	if warm {
+		// One Playwright driver for the life of the server; every run still gets its own Chromium
+		// and egress proxy, started before it is needed (web.WithPrewarm).
+		rt, err := bridge.NewRuntime()
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+			g, err := guarded.LaunchOn(ctx, rt, pol)
+			if err != nil {
+				return nil, nil, err
+			}
+			return g, g, nil
+		}
+	}
 	ws, err := web.New(pol,
-		web.WithLauncher(func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-			return launchBrowser(ctx, pol)
-		}),
+		web.WithLauncher(launch),
+		web.WithPrewarm(warm),
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(auditRecorder{store}),
 		web.WithLedger(store),

@@ -30,7 +30,9 @@ func fakeBrowser(t *testing.T) {
 		b := browsertest.NewHTTP(pol)
 		return b, b, nil
 	}
-	t.Cleanup(func() { launchBrowser = old })
+	oldWarm := serveWarm
+	serveWarm = false
+	t.Cleanup(func() { launchBrowser, serveWarm = old, oldWarm })
 	t.Setenv("BROWSER_AGENT_DB", filepath.Join(t.TempDir(), "default-audit.db"))
 }
 

@@ -39,6 +39,17 @@ type Browser struct {
 // opts are appended to the bridge's options (a logger, a settle time); a decision hook among them
 // replaces the one that feeds TakeDecisions.
 func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Browser, error) {
+	return launch(ctx, bridge.Launch, pol, opts)
+}
+
+// LaunchOn is Launch with the Chromium started by rt, a driver that stays up across runs: only the
+// browser and the proxy are new. Close leaves rt running.
+func LaunchOn(ctx context.Context, rt *bridge.Runtime, pol *policy.Policy, opts ...bridge.Option) (*Browser, error) {
+	return launch(ctx, rt.Launch, pol, opts)
+}
+
+func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...bridge.Option) (*bridge.Session, error),
+	pol *policy.Policy, opts []bridge.Option) (*Browser, error) {
 	g := &Browser{}
 	px, err := proxy.Start(ctx, pol, proxy.WithDecisionHook(func(d proxy.Decision) {
 		g.note(coordinator.NetDecision{
@@ -64,7 +75,7 @@ func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Br
 			})
 		}),
 	}
-	s, err := bridge.Launch(ctx, pol, append(bopts, opts...)...)
+	s, err := start(ctx, pol, append(bopts, opts...)...)
 	if err != nil {
 		px.Close()
 		return nil, err

@@ -85,8 +85,10 @@ function resetRun(info) {
   $("frame").hidden = true;
   $("frame").removeAttribute("src");
   $("screen-note").hidden = false;
-  $("screen-note").textContent = "Waiting for the browser…";
+  $("screen-note").textContent = info && info.recorded ? "Loading the recorded run…" : "Starting the browser…";
   $("frame-caption").textContent = "";
+  $("phases").replaceChildren();
+  $("phases").hidden = true;
   showInfo(info);
 }
 
@@ -142,6 +144,24 @@ function showFrame(id, f) {
   $("frame-caption").textContent = f.step ? "after step " + f.step : "";
 }
 
+const PHASE_TEXT = {
+  "starting the browser": "Starting the browser",
+  "taking a browser started before the run (its own profile and egress proxy)": "Taking a fresh browser started before the run (its own profile and egress proxy)",
+  "waiting for the browser being started": "Waiting for the browser being started",
+  "launching the egress proxy and Chromium": "Launching the egress proxy and Chromium",
+  "browser ready": "Browser ready",
+};
+
+// showPhase adds a start phase of the run's browser, with its time since the run began.
+function showPhase(p) {
+  const text = PHASE_TEXT[p.phase] || p.phase;
+  $("phases").hidden = false;
+  $("phases").append(el("li", { "data-phase": p.phase, text: text + " \u00b7 " + (p.at_ms / 1000).toFixed(1) + " s" }));
+  if ($("frame").hidden && !$("steps").children.length) {
+    $("screen-note").textContent = p.phase === "browser ready" ? "Browser ready: the model is choosing its first tool…" : text + "…";
+  }
+}
+
 function addStep(s) {
   $("steps").append(stepItem(s));
   $("step-count").textContent = "(" + plural($("steps").children.length, "step") + ")";
@@ -172,6 +192,7 @@ function attach(id, info, spectator) {
   const es = new EventSource("/api/runs/" + encodeURIComponent(id) + "/events");
   me.es = es;
   es.addEventListener("run", (e) => { if (current === me) showInfo(JSON.parse(e.data)); });
+  es.addEventListener("phase", (e) => { if (current === me) showPhase(JSON.parse(e.data)); });
   es.addEventListener("step", (e) => { if (current === me) addStep(JSON.parse(e.data)); });
   es.addEventListener("frame", (e) => { if (current === me) showFrame(id, JSON.parse(e.data)); });
   es.addEventListener("result", (e) => { if (current === me) showResult(JSON.parse(e.data)); });
@@ -191,6 +212,8 @@ async function recover(me) {
     if (current !== me) return;
     $("steps").replaceChildren();
     showInfo(run);
+    $("phases").replaceChildren();
+    for (const p of run.phases || []) showPhase(p);
     for (const s of run.steps) addStep(s);
     if (run.frame) showFrame(me.id, run.frame);
     if (run.result) showResult(run.result);
