@@ -26,7 +26,7 @@ const maxWarmAge = 10 * time.Minute
 
 // pool keeps the next run's browser started before it is needed: one browser, launched by the
 // Launcher (its own egress proxy, a fresh profile, verified as launched by us), waits for the next
-// run, and as soon as a run takes it the next one starts. A browser is handed to one run only and
+// run, and as soon as the run that took it closes it the next one starts. A browser is handed to one run only and
 // closed by it; an unused one is closed when it is too old or the pool stops. Nothing of one run
 // (browser, profile, cookies, proxy) is ever given to another.
 type pool struct {
@@ -79,19 +79,43 @@ func (p *pool) loop(ctx context.Context) {
 			}
 			continue
 		}
+		// The run that takes it gives back a closer that says when it is done: the next browser
+		// starts then, so that its launch does not compete with the run for the CPU.
+		done := make(chan struct{})
+		w.c = closeThen(c, done)
 		t := time.NewTimer(maxWarmAge)
 		select {
 		case p.ready <- w:
 			t.Stop()
 		case <-t.C:
 			c.Close()
+			continue
 		case <-ctx.Done():
 			t.Stop()
 			c.Close()
 			return
 		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
+
+// closeThen closes c, then closes done (once).
+func closeThen(c io.Closer, done chan struct{}) io.Closer {
+	var once sync.Once
+	return closerFunc(func() error {
+		err := c.Close()
+		once.Do(func() { close(done) })
+		return err
+	})
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // take hands the waiting browser to a run, or waits for the one being started. It says which
 // through phase.

@@ -62,10 +62,6 @@ func (l *launches) Launch(ctx context.Context, pol *policy.Policy) (coordinator.
 	}), nil
 }
 
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
-
 type countedBrowser struct {
 	coordinator.Browser
 	l *launches
