@@ -340,6 +340,19 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	png := run.latestFrame()
+	if q := r.URL.Query().Get("seq"); q != "" {
+		seq, err := strconv.Atoi(q)
+		if err != nil || seq < 1 {
+			writeError(w, http.StatusBadRequest, "seq must be a frame number, 1 or more", nil)
+			return
+		}
+		if png = run.frameAt(seq); png == nil {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no frame %d (a run keeps its last %d)", seq, keepFrames), nil)
+			return
+		}
+		// A numbered frame never changes.
+		w.Header().Set("Cache-Control", "private, max-age=3600, immutable")
+	}
 	if png == nil {
 		writeError(w, http.StatusNotFound, "no frame", nil)
 		return

@@ -62,7 +62,15 @@ type FrameJSON struct {
 	Seq  int    `json:"seq,omitempty"`
 	Step int    `json:"step"` // the last step before it
 	View string `json:"view,omitempty"`
+	// URL is the page the agent's browser was on after that step (the last step with a URL), and
+	// Verdict and Reason the decision of that step's request.
+	URL     string `json:"url,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
+
+// keepFrames bounds the frames of a run kept for GET /frame?seq=N (the latest is always kept).
+const keepFrames = 40
 
 // PhaseJSON is a start phase of a live run's browser, AtMS after the run began.
 type PhaseJSON struct {
@@ -97,6 +105,7 @@ type run struct {
 	phases  []PhaseJSON
 	steps   []StepJSON
 	frame   []byte
+	frames  map[int][]byte // by seq, the last keepFrames
 	fj      FrameJSON
 	result  *ResultJSON
 	done    bool
@@ -139,12 +148,19 @@ func (r *run) moment(m Moment) {
 		r.emitLocked(EventStep, *m.Step)
 	case m.Frame != nil:
 		r.frame = m.Frame
-		r.fj = FrameJSON{Seq: r.fj.Seq + 1, Step: len(r.steps)}
+		r.fj = r.whereLocked(FrameJSON{Seq: r.fj.Seq + 1, Step: len(r.steps)})
+		if r.frames == nil {
+			r.frames = map[int][]byte{}
+		}
+		r.frames[r.fj.Seq] = m.Frame
+		delete(r.frames, r.fj.Seq-keepFrames)
 		r.emitLocked(EventFrame, r.fj)
 	default:
 		r.frame = nil
-		r.fj = FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View}
-		r.emitLocked(EventFrame, FrameJSON{Step: r.fj.Step, View: m.View})
+		r.fj = r.whereLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View})
+		ev := r.fj
+		ev.Seq = 0
+		r.emitLocked(EventFrame, ev)
 	}
 }
 
@@ -174,11 +190,32 @@ func (r *run) snapshot() RunJSON {
 	return out
 }
 
+// whereLocked adds to f the page the browser was on and the last step's decision. r.mu is held.
+func (r *run) whereLocked(f FrameJSON) FrameJSON {
+	for i := len(r.steps) - 1; i >= 0; i-- {
+		if r.steps[i].URL != "" {
+			f.URL = r.steps[i].URL
+			break
+		}
+	}
+	if n := len(r.steps); n > 0 {
+		f.Verdict, f.Reason = r.steps[n-1].Verdict, r.steps[n-1].Reason
+	}
+	return f
+}
+
 // latestFrame returns the current frame of the live view, or nil.
 func (r *run) latestFrame() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.frame
+}
+
+// frameAt returns frame seq, if it is still kept.
+func (r *run) frameAt(seq int) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frames[seq]
 }
 
 // next returns the events after the first n, the channel closed on the next one, and whether the

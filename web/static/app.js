@@ -141,8 +141,28 @@ function showFrame(id, f) {
     img.hidden = false;
     note.hidden = true;
   }
-  $("frame-caption").textContent = f.step ? "after step " + f.step : "";
+  const cap = $("frame-caption");
+  cap.replaceChildren();
+  if (f.step) cap.append("after " + plural(f.step, "step"));
+  if (f.url) cap.append(" \u00b7 ", el("code", { class: "frame-url", text: f.url, title: f.url }));
+  if (f.verdict) {
+    const deny = f.verdict !== "allow";
+    cap.append(" \u00b7 last request ", el("span", { class: "verdict " + (deny ? "verdict-deny" : "verdict-allow"), text: deny ? "denied" : "allowed" }),
+      f.reason ? " " + f.reason : "");
+  }
+  cap.dataset.seq = String(f.seq || 0);
 }
+
+// Click to enlarge: the frame at its own size in a dialog, scrollable on a small screen.
+$("frame").addEventListener("click", () => {
+  const img = $("frame");
+  if (img.hidden || !img.src) return;
+  $("zoom-img").src = img.src;
+  $("zoom-caption").textContent = $("frame-caption").textContent;
+  $("zoom").showModal();
+});
+$("zoom-close").addEventListener("click", () => $("zoom").close());
+$("zoom").addEventListener("click", (e) => { if (e.target === $("zoom")) $("zoom").close(); });
 
 const PHASE_TEXT = {
   "starting the browser": "Starting the browser",
