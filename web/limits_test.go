@@ -71,6 +71,20 @@ func TestOneRunAtATime(t *testing.T) {
 		t.Fatalf("the running run: got %s (%s)", res.Status, res.Reason)
 	}
 
+	// A typed task is its visitor's words: while it runs, nobody else is offered to watch it.
+	g = newGate()
+	_, ts = newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback), WithPlayback(0, 0))
+	typed := startRun(t, ts.URL, `{"task":"Look up SYN-0042 for my private project"}`, xff("203.0.113.1"))
+	<-g.started
+	c := startRun(t, ts.URL, `{"preset":"lookup"}`, xff("203.0.113.2"))
+	h = HealthJSON{}
+	do(t, "GET", ts.URL+"/api/health", "", nil).json(t, &h)
+	if c.Recorded == nil || c.Recorded.Kind != KindBusy || c.Recorded.Watch != "" || h.LiveRun != "" {
+		t.Errorf("busy with a typed task: recorded %+v, live_run %q; want busy, nothing to watch", c.Recorded, h.LiveRun)
+	}
+	g.open()
+	waitResult(t, ts.URL, typed.ID)
+
 	// 50 concurrent requests at once on an idle server: exactly one runs live (held, so that no
 	// request can come after it ends); the others play a recording labelled busy.
 	g = newGate()

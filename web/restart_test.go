@@ -3,7 +3,9 @@ package web
 import (
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
 )
@@ -66,4 +68,15 @@ func TestRestartKeepsCounts(t *testing.T) {
 	g2.open()
 	waitResult(t, ts1.URL, held.ID)
 	s1.Close()
+
+	// No address is stored: every visitor in the log is a 32-hex hash, none the address.
+	vs, err := store.VisitsSince(t.Context(), time.Time{})
+	if err != nil || len(vs) == 0 {
+		t.Fatalf("visits: %v, %v", vs, err)
+	}
+	for _, v := range vs {
+		if len(v.Visitor) != 32 || strings.Trim(v.Visitor, "0123456789abcdef") != "" || strings.Contains(v.Visitor, "127.0.0.1") {
+			t.Errorf("visitor stored as %q, want a 32-hex hash", v.Visitor)
+		}
+	}
 }

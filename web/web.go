@@ -416,9 +416,7 @@ func (s *Server) admit(a admission) (admitted, *limitError) {
 		if s.limits.Concurrent > 1 {
 			why = fmt.Sprintf("busy: %d live runs at a time; %d running, %d waiting", s.limits.Concurrent, running, queued)
 		}
-		if len(s.liveRuns) > 0 {
-			watch = s.liveRuns[0].id
-		}
+		watch = s.watchableLocked()
 	}
 	if !goLive && len(played) >= s.limits.Recorded {
 		s.mu.Unlock()
@@ -497,12 +495,18 @@ func (s *Server) runsLeft(visitor string) (int, time.Duration) {
 	return left, live[0].Add(s.limits.Window).Sub(now)
 }
 
-// liveRunID is the ID of the live run in progress, "" when none.
+// liveRunID is the ID of the live run in progress that anyone may watch, "" when none.
 func (s *Server) liveRunID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.watchableLocked()
+}
+
+// watchableLocked is the live run in progress offered to other visitors to watch: a preset's only,
+// whose task is ours; a typed task is its visitor's words and is not offered. s.mu is held.
+func (s *Server) watchableLocked() string {
 	for _, r := range s.liveRuns {
-		if r.snapshot().State == StateRunning {
+		if info := r.snapshot().RunInfo; info.State == StateRunning && info.Preset != "" {
 			return r.id
 		}
 	}
