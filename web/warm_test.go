@@ -126,7 +126,11 @@ func TestWarmPool(t *testing.T) {
 	}
 }
 
-// descendants counts this process's descendant processes whose command contains name.
+// agentBrowsers counts the agent's Chromium processes (of any run, in this process's tree): those
+// started with a bridge profile. The UI browser that drives the page is not one of them.
+func agentBrowsers() int { return descendants("browser-agent-profile-") }
+
+// descendants counts this process's descendant processes whose command line contains name.
 func descendants(name string) int {
 	ents, _ := os.ReadDir("/proc")
 	self := os.Getpid()
@@ -136,8 +140,8 @@ func descendants(name string) int {
 		if err != nil {
 			continue
 		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err != nil || !strings.Contains(string(comm), name) {
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmd), name) {
 			continue
 		}
 		for p, i := pid, 0; p > 1 && i < 64; i++ {
@@ -166,7 +170,7 @@ func descendants(name string) int {
 func TestLoad(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	goBefore := runtime.NumGoroutine()
-	chromeBefore := descendants("chrom")
+	chromeBefore := agentBrowsers()
 	l := newLaunches(guardedLaunch)
 	s, err := New(testPol, WithLauncher(l.Launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
 		WithPrewarm(true), WithTrustedProxies(loopback), WithPlayback(0, 0))
@@ -232,8 +236,8 @@ func TestLoad(t *testing.T) {
 	if started > 3 {
 		t.Errorf("%d browsers started for one live run, want at most 3 (the run's, the next, maybe one more)", started)
 	}
-	if !testutil.Eventually(30*time.Second, func() bool { return descendants("chrom") <= chromeBefore }) {
-		t.Errorf("Chromium processes: %d before, %d after", chromeBefore, descendants("chrom"))
+	if !testutil.Eventually(30*time.Second, func() bool { return agentBrowsers() <= chromeBefore }) {
+		t.Errorf("the agent's Chromium processes: %d before, %d after", chromeBefore, agentBrowsers())
 	}
 	if !testutil.Eventually(30*time.Second, func() bool { return runtime.NumGoroutine() <= goBefore+2 }) {
 		buf := make([]byte, 1<<20)
