@@ -215,6 +215,10 @@ func TestLoad(t *testing.T) {
 		}
 		_ = i
 	}
+	// The pool has the next browser ready when the server stops: Close must stop it too.
+	if !testutil.Eventually(60*time.Second, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.n >= 2 }) {
+		t.Errorf("the pool did not start the next browser")
+	}
 	s.Close()
 	ts.Close()
 	http.DefaultClient.CloseIdleConnections()
