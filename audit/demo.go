@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The live demo's limits kept across restarts (schema 3). Visitors are keyed by the caller's hash
+// The live demo's limits kept across restarts (schema 4). Visitors are keyed by the caller's hash
 // (see DemoSalt), never by address.
 
 // DemoSalt returns the database's random salt for visitor hashes, creating it on first use.
