@@ -40,6 +40,12 @@ const (
 	ReasonWriteMethod = "write method"
 	ReasonWriteWord   = "write word in url"
 	ReasonTooLong     = "url too long"
+	// ReasonUnsafeSegment: a path segment that a server could read as more than one segment, or
+	// as a dot segment (an encoded / or \, a ; parameter, "." or ".." after decoding).
+	ReasonUnsafeSegment = "unsafe path segment"
+	// ReasonQueryParam: the path matched a read route, but the query carries a parameter the route
+	// does not name (or names it twice, or with another value than the route's literal).
+	ReasonQueryParam = "query parameter not allowed"
 )
 
 // MaxURLLength is the longest URL the policy will parse. Longer ones are denied.
@@ -91,6 +97,7 @@ type Policy struct {
 	models     []string
 	limits     Limits
 	writeWords map[string]bool
+	stemWords  [][]byte // writeWords, sorted, for the stem search of isWriteToken
 }
 
 type site struct {
@@ -269,21 +276,67 @@ func (p *Policy) DecideURL(method string, u *URL) Decision {
 	}
 	segs := splitPath(u.Path())
 	if w, where := p.findWriteWordSegs(u, segs); w != "" {
-		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
-		d.Reason = ReasonWriteWord
-		return d
+		return writeDecision(d, w, where)
 	}
+	for i, seg := range segs {
+		if why := unsafeSegment(seg); why != "" {
+			d.Rule = fmt.Sprintf("path segment %d %s", i+1, why)
+			d.Reason = ReasonUnsafeSegment
+			return d
+		}
+	}
+	var (
+		match, pathMatch *route
+		ms, ps           *site
+	)
+find:
 	for _, s := range candidates {
-		for _, r := range s.routes {
-			if r.match(segs) {
-				d.Verdict = Allow
-				d.Rule = s.origin + " read " + r.pattern
-				d.Reason = ReasonAllowed
-				return d
+		for i := range s.routes {
+			r := &s.routes[i]
+			if !r.match(segs) {
+				continue
+			}
+			if r.queryOK(u.RawQuery()) {
+				match, ms = r, s
+				break find
+			}
+			if pathMatch == nil {
+				pathMatch, ps = r, s
 			}
 		}
 	}
-	d.Reason = ReasonNoRule
+	// The parts of the URL the policy did not write itself (variable segments, query values,
+	// undeclared parameter names) are searched for write stems too.
+	exempt := match
+	if exempt == nil {
+		exempt = pathMatch
+	}
+	if w, where := p.findStemWrite(u, segs, exempt); w != "" {
+		return writeDecision(d, w, where)
+	}
+	switch {
+	case match != nil:
+		d.Verdict = Allow
+		d.Rule = ms.origin + " read " + match.pattern
+		d.Reason = ReasonAllowed
+	case pathMatch != nil:
+		d.Rule = ps.origin + " read " + pathMatch.pattern + ": query parameter not named by the route"
+		d.Reason = ReasonQueryParam
+	default:
+		d.Reason = ReasonNoRule
+	}
+	return d
+}
+
+// writeDecision is the denial of a write word (or a stem, or an escape beyond the decode limit)
+// found in the URL. The word is one of the policy's own, never text from the URL.
+func writeDecision(d Decision, w, where string) Decision {
+	if w == EncodedBeyondLimit {
+		d.Rule = "percent-encoded beyond 4 decodings in " + where
+	} else {
+		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
+	}
+	d.Reason = ReasonWriteWord
 	return d
 }
 
