@@ -281,6 +281,9 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 		return r.finish(ctx, StatusRejected, err.Error()) // a *policy.TaskError naming what was wrong
 	}
 	r.res.Task, r.res.RecordID = task.Text, task.RecordID
+	if c.pol != nil {
+		r.redact = c.pol.Redactor(policy.NewRedactionKey(), task.RecordID)
+	}
 	switch {
 	case c.pol == nil:
 		return r.finish(ctx, StatusRejected, "no policy")
@@ -312,6 +315,9 @@ type run struct {
 	denial   string // reason of the last denied or refused call, "" when none
 	page     *curPage
 	finished bool
+	// redact turns every URL a step or a request decision carries into what may be stored and
+	// printed (see policy.Redactor): set once the task's record identifier is known.
+	redact *policy.Redactor
 }
 
 // curPage is the page the browser is on, as far as the coordinator knows.
@@ -407,6 +413,11 @@ func (r *run) fail(ctx context.Context, reason string) (Status, string) {
 func (r *run) addStep(ctx context.Context, s Step) error {
 	s.N = len(r.res.Steps) + 1
 	s.Duration = max(s.Duration, 0)
+	if r.redact != nil {
+		// From here the step is recorded, reported and returned: it keeps no string that a page
+		// or the model chose.
+		s.URL, s.Rule = r.redact.URL(s.URL), r.redact.Rule(s.Rule)
+	}
 	r.res.Steps = append(r.res.Steps, s)
 	if r.c.rec != nil {
 		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
@@ -433,6 +444,11 @@ func (r *run) recordEgress(ctx context.Context, n int) error {
 		return nil
 	}
 	for _, d := range log.TakeDecisions() {
+		if r.redact != nil {
+			d.URL, d.Rule = r.redact.URL(d.URL), r.redact.Rule(d.Rule)
+		} else {
+			d.URL = "" // no task, no redactor: nothing a page chose is kept
+		}
 		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
 			RunID: r.res.RunID, N: n, Tool: ToolRequest, URL: d.URL, Verdict: d.Verdict.String(),
 			Rule: d.Rule, Reason: d.Reason, Layer: d.Layer,

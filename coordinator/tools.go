@@ -488,7 +488,7 @@ func (r *run) browserError(tool, url string, err error) outcome {
 		return outcome{
 			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Reason: ReasonCredential, Layer: LayerBrowser},
 			stop:       StatusHuman,
-			stopReason: "sign-in required: a credential field is on the page opened from " + url + "; a person must take over",
+			stopReason: "sign-in required: a credential field is on the page opened from " + r.redact.URL(url) + "; a person must take over",
 		}
 	case errors.Is(err, bridge.ErrNoPage):
 		r.page = nil
