@@ -124,7 +124,7 @@ func contains(s, sub string) bool {
 // any other is denied with the route named, a literal value must match, and a route without a
 // template accepts none.
 func TestQueryTemplates(t *testing.T) {
-	p, err := Parse([]byte(strings.Replace(realisticPolicy, "    search:", "      - /view?mode=full\n    search:", 1)), "realistic")
+	p, err := Parse([]byte(strings.Replace(realisticPolicy, "    search:", "      - /view?mode=full\n      - /records?status=closed\n    search:", 1)), "realistic")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +147,11 @@ func TestQueryTemplates(t *testing.T) {
 		{"/view?mode", ReasonQueryParam},
 		{"/search?q=SYN-1&d=c2VjcmV0", ReasonQueryParam},
 		{"/api/v1/records/SYN-1?fields=name", ""},
+		// A value the policy writes as a literal is its own word, as a literal segment is: the
+		// {status} route would read "closed" as a write, the literal route allows it.
+		{"/records?status=closed", ""},
+		{"/records?status=closing", ReasonWriteWord},
+		{"/records?status=closed&page=2", ReasonWriteWord},
 	}
 	for _, tt := range tests {
 		d, _ := p.Decide(DecideArgs{URL: o + tt.path})

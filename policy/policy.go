@@ -285,9 +285,13 @@ func (p *Policy) DecideURL(method string, u *URL) Decision {
 			return d
 		}
 	}
+	// A URL is allowed by the first read route that matches its path and its query and whose
+	// variable parts (segments, query values, undeclared names) carry no write stem: those are the
+	// parts the policy did not write itself.
 	var (
-		match, pathMatch *route
-		ms, ps           *site
+		match, pathMatch, stemmed *route
+		ms, ps                    *site
+		stemWord, stemWhere       string
 	)
 find:
 	for _, s := range candidates {
@@ -296,23 +300,29 @@ find:
 			if !r.match(segs) {
 				continue
 			}
-			if r.queryOK(u.RawQuery()) {
-				match, ms = r, s
-				break find
+			if !r.queryOK(u.RawQuery()) {
+				if pathMatch == nil {
+					pathMatch, ps = r, s
+				}
+				continue
 			}
-			if pathMatch == nil {
-				pathMatch, ps = r, s
+			if w, where := p.findStemWrite(u, segs, r); w != "" {
+				if stemmed == nil {
+					stemmed, stemWord, stemWhere = r, w, where
+				}
+				continue
 			}
+			match, ms = r, s
+			break find
 		}
 	}
-	// The parts of the URL the policy did not write itself (variable segments, query values,
-	// undeclared parameter names) are searched for write stems too.
-	exempt := match
-	if exempt == nil {
-		exempt = pathMatch
-	}
-	if w, where := p.findStemWrite(u, segs, exempt); w != "" {
-		return writeDecision(d, w, where)
+	if match == nil {
+		if stemmed != nil {
+			return writeDecision(d, stemWord, stemWhere)
+		}
+		if w, where := p.findStemWrite(u, segs, pathMatch); w != "" {
+			return writeDecision(d, w, where)
+		}
 	}
 	switch {
 	case match != nil:

@@ -200,6 +200,15 @@ func (r *route) declares(name string) bool {
 	return ok
 }
 
+// literalValue reports whether the route's query template gives parameter name the literal value.
+func (r *route) literalValue(name, value string) bool {
+	if r == nil {
+		return false
+	}
+	qp, ok := r.query[name]
+	return ok && !qp.param && qp.literal == value
+}
+
 // unsafeSegment says why a path segment cannot be a route segment, or "" when it can: after any
 // number of percent-decodings up to maxDecodeRounds it holds no '/' or '\' (a server that decodes
 // them sees more segments), no ';' (Java servers and some proxies drop ";…" parameters, so "..;"

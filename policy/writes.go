@@ -68,8 +68,8 @@ func (p *Policy) findWriteWordSegs(u *URL, segs []string) (word, where string) {
 
 // findStemWrite looks for write stems ("deleteall", "removed", "purge_all", "unpublish") in the
 // parts of a URL that the policy did not write itself: every path segment except those matched by
-// a literal of the route r, every query value, and every query name r does not declare. A nil r
-// exempts nothing.
+// a literal of the route r, every query value but those r writes as literals, and every query name
+// r does not declare. A nil r exempts nothing.
 func (p *Policy) findStemWrite(u *URL, segs []string, r *route) (word, where string) {
 	for i, seg := range segs {
 		if r.literalAt(i) {
@@ -92,6 +92,9 @@ func (p *Policy) queryWriteWord(q string, stem bool, r *route) (word, where stri
 			if w := p.writeWordIn(strings.ReplaceAll(name, "+", " "), stem); w != "" {
 				return w, "query name"
 			}
+		}
+		if stem && r.literalValue(name, value) {
+			continue // a value the route itself writes, as a literal path segment is
 		}
 		if w := p.writeWordIn(strings.ReplaceAll(value, "+", " "), stem); w != "" {
 			return w, "query value"
