@@ -318,6 +318,11 @@ type run struct {
 	// redact turns every URL a step or a request decision carries into what may be stored and
 	// printed (see policy.Redactor): set once the task's record identifier is known.
 	redact *policy.Redactor
+	// shown are the canonical URLs this run was presented with (allowed links listed, pages the
+	// site ended on); listed are the last list_links's URLs by number. open_url opens only these
+	// and the policy's routes filled with the task's record identifier.
+	shown  map[string]bool
+	listed []string
 }
 
 // curPage is the page the browser is on, as far as the coordinator knows.
