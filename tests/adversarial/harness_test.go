@@ -249,12 +249,13 @@ func htmlEsc(s string) string {
 }
 
 // policyYAML is the guarded run's policy: only the hostile site's read routes; the canary's port
-// is allowed by nothing.
+// is allowed by nothing. A route accepts only the query parameters it names: /p/* names those the
+// cases' pages use (a sign-in wall's next, the storms' counters).
 func (e *env) policyYAML() string {
 	return fmt.Sprintf(`version: 1
 sites:
   - origin: %s
-    read: ["/", "/search", "/records/{id}", "/p/*", "/static/*"]
+    read: ["/", "/search", "/records/{id}", "/p/*", "/static/*", "/p/*?next={path}&d={d}&n={n}&i={i}&h={h}"]
     search: /search?q={query}
 models:
   approved: [approved-model]
