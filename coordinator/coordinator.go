@@ -354,7 +354,7 @@ func (r *run) record() RunRecord {
 		Preset:           r.res.Preset,
 		Model:            r.res.Model,
 		Status:           r.res.Status,
-		Reason:           r.res.Reason,
+		Reason:           r.auditText(r.res.Reason),
 		StepCount:        len(r.res.Steps),
 		PromptTokens:     r.res.Usage.PromptTokens,
 		CompletionTokens: r.res.Usage.CompletionTokens,
@@ -426,8 +426,8 @@ func (r *run) addStep(ctx context.Context, s Step) error {
 	r.res.Steps = append(r.res.Steps, s)
 	if r.c.rec != nil {
 		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
-			RunID: r.res.RunID, N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict.String(),
-			Rule: s.Rule, Reason: s.Reason, Layer: s.Layer, Duration: s.Duration, BytesReturned: s.Bytes,
+			RunID: r.res.RunID, N: s.N, Tool: auditTool(s.Tool), URL: s.URL, Verdict: s.Verdict.String(),
+			Rule: s.Rule, Reason: r.auditText(s.Reason), Layer: s.Layer, Duration: s.Duration, BytesReturned: s.Bytes,
 		})
 		if err != nil {
 			return err

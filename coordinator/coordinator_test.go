@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -377,7 +378,9 @@ func TestDenied(t *testing.T) {
 			if env["reason"] != tt.wantReason || env["untrusted_page_data"] != nil {
 				t.Errorf("tool result: got %v", env)
 			}
-			if len(rec.steps) != 2 || rec.steps[0].Verdict != "deny" || rec.steps[0].Reason != tt.wantReason {
+			// The audit keeps the reason without the argument names the model made up (issue 11).
+			wantRec := regexp.MustCompile(`"(method|URL|selector|n)"`).ReplaceAllString(tt.wantReason, `"(redacted)"`)
+			if len(rec.steps) != 2 || rec.steps[0].Verdict != "deny" || rec.steps[0].Reason != wantRec {
 				t.Errorf("recorded steps: got %+v", rec.steps)
 			}
 		})

@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -133,6 +134,39 @@ func TestAuditKeepsNoChosenString(t *testing.T) {
 	for _, s := range res.Steps {
 		if strings.Contains(s.URL+s.Rule+s.Reason, plantedSecret) {
 			t.Errorf("result step %d holds a planted string: %+v", s.N, s)
+		}
+	}
+}
+
+// TestAuditKeepsNoModelString: a model that writes a string of its choosing into a tool name, an
+// argument name, a claimed field and a cited source gets it into no audit row (the run's reason
+// included), though the model itself is told what was wrong.
+func TestAuditKeepsNoModelString(t *testing.T) {
+	d := startDemo(t)
+	rec := newRecorder()
+	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
+	const s = "ZQXmodel4410"
+	model := script(
+		call(s, `{}`),
+		call("open_url", `{"`+s+`":1}`),
+		open(d.url("/records/SYN-0042")), extract(),
+		answer("SYN-0042", map[string]string{s: "x"}, d.url("/records/"+s)),
+	)
+	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: browsertest.NewHTTP(d.pol)})
+	if res.Status != coordinator.StatusBlocked {
+		t.Fatalf("status %s (%s), want blocked", res.Status, res.Reason)
+	}
+	if len(rec.steps) < 4 {
+		t.Fatalf("recorded %d steps: the test saw nothing", len(rec.steps))
+	}
+	for _, st := range rec.steps {
+		if strings.Contains(fmt.Sprintf("%+v", st), s) {
+			t.Errorf("recorded step holds the model's string: %+v", st)
+		}
+	}
+	for _, r := range rec.runs {
+		if strings.Contains(r.Reason, s) {
+			t.Errorf("recorded run reason holds the model's string: %s", r.Reason)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -697,4 +698,52 @@ func (r *run) fields(ctx context.Context) outcome {
 		content: encodeResult(envelope{Tool: ToolExtractFields, Status: resultOK, Source: url, RetrievedAt: now.Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"fields": out}}),
 	}
+}
+
+// Audit text. A step's or a run's reason may quote what the model wrote (an argument name, a
+// claimed field, a cited source); the audit never stores a string the model or a page chose, so
+// before a reason becomes an audit row every URL in it goes through the run's Redactor and every
+// quoted string that is not one of the tools' own names becomes "(redacted)". The model still sees
+// the full reason in its tool result.
+
+var (
+	reURLInText    = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"]+`)
+	reQuotedInText = regexp.MustCompile(`"[^"]*"`)
+	ownWords       = map[string]bool{
+		`"url"`: true, `"link"`: true, `"query"`: true, `"offset"`: true,
+		`"` + ToolSearchSite + `"`: true, `"` + ToolOpenURL + `"`: true, `"` + ToolReadPage + `"`: true,
+		`"` + ToolListLinks + `"`: true, `"` + ToolExtractFields + `"`: true,
+	}
+)
+
+// auditText is s as the audit may store it (see above).
+func (r *run) auditText(s string) string {
+	s = reURLInText.ReplaceAllStringFunc(s, func(u string) string {
+		trail := ""
+		for len(u) > 0 && strings.ContainsRune(".,;:)", rune(u[len(u)-1])) {
+			trail = u[len(u)-1:] + trail
+			u = u[:len(u)-1]
+		}
+		if r.redact == nil {
+			return "(url)" + trail
+		}
+		if red := r.redact.URL(u); red != "" {
+			return red + trail
+		}
+		return "(url)" + trail
+	})
+	return reQuotedInText.ReplaceAllStringFunc(s, func(q string) string {
+		if ownWords[q] {
+			return q
+		}
+		return `"(redacted)"`
+	})
+}
+
+// auditTool is a step's tool name as the audit may store it: a name the model made up is not kept.
+func auditTool(name string) string {
+	if contains(toolNames(), name) || name == ToolAnswer || name == ToolRequest {
+		return name
+	}
+	return "(unknown tool)"
 }

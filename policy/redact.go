@@ -14,8 +14,9 @@ import (
 // the policy's, and the path only when every part of it that a route leaves open is the task's
 // record identifier (literal route segments are the policy's own); any other path becomes its
 // length and a keyed hash ("/~redacted-len42-hmac-1f0c…"), so that equal paths still compare equal
-// within one key. A host the policy does not name is hashed the same way. Queries and fragments
-// are never kept. The one Redactor type serves both layers: the browser's and the proxy's decisions
+// within one key. A host the policy does not name is hashed the same way. Fragments are never kept,
+// and a query only when the whole URL is one of the policy's routes filled with the record
+// identifier (FilledTemplate: "/search?q=SYN-0042"). The one Redactor type serves both layers: the browser's and the proxy's decisions
 // go through the coordinator's, and the components' own log lines through LogURL.
 type Redactor struct {
 	p        *Policy
@@ -93,6 +94,11 @@ func (r *Redactor) URL(raw string) string {
 		}
 	}
 	path := u.Path()
+	if site != nil && u.RawQuery() != "" && r.p.FilledTemplate(u.String(), r.recordID) {
+		// A route filled with the record identifier, its query included ("/search?q=SYN-0042"):
+		// nothing in it was chosen by a page or the model.
+		return origin + path + "?" + u.RawQuery()
+	}
 	if path == "/" || site != nil && r.safePath(site, splitPath(path)) {
 		return origin + path
 	}
