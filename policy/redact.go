@@ -114,27 +114,33 @@ func (r *Redactor) tag(prefix, s string) string {
 }
 
 // safePath reports whether every segment of a path on site is one the policy or the task chose:
-// when a read route matches the path, its variable segments must be the record identifier; when
+// when read routes match the path, the variable segments of one of them must be the record
+// identifier; when
 // none does, every segment must be the record identifier, a literal of one of the site's routes
 // or a write word, and there may be at most one segment more than the site's longest route (so
 // that a page cannot spell a message out of the policy's own words at length).
 func (r *Redactor) safePath(s *site, segs []string) bool {
 	isID := func(seg string) bool { return r.recordID != "" && strings.EqualFold(seg, r.recordID) }
-	longest := 0
+	longest, matched := 0, false
 	for i := range s.routes {
 		rt := &s.routes[i]
 		longest = max(longest, len(rt.segs))
 		if !rt.match(segs) {
 			continue
 		}
+		matched = true
+		filled := true
 		for j, seg := range segs {
 			if !rt.literalAt(j) && !isID(seg) {
-				return false
+				filled = false
+				break
 			}
 		}
-		return true
+		if filled {
+			return true // some matching route accounts for every segment
+		}
 	}
-	if len(segs) > longest+1 {
+	if matched || len(segs) > longest+1 {
 		return false
 	}
 	for _, seg := range segs {

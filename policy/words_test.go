@@ -12,9 +12,9 @@ func TestWriteWordInWordsMatchesWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(s string, stem bool) string {
+	ref := func(s string, mode int) string {
 		for _, w := range words(s) {
-			if v := p.isWriteToken([]byte(w), stem); v != "" {
+			if v := p.isWriteToken([]byte(w), mode); v != "" {
 				return v
 			}
 		}
@@ -42,9 +42,9 @@ func TestWriteWordInWordsMatchesWords(t *testing.T) {
 		cases = append(cases, w, "x"+w, w+"1", "X"+w, "A"+string(w[0]-32)+w[1:])
 	}
 	for _, s := range cases {
-		for _, stem := range []bool{false, true} {
-			if got, want := p.writeWordInWords(s, stem), ref(s, stem); got != want {
-				t.Errorf("writeWordInWords(%q, stem %t) = %q, words gives %q", s, stem, got, want)
+		for _, mode := range []int{wordExact, wordContained, wordStem} {
+			if got, want := p.writeWordInWords(s, mode), ref(s, mode); got != want {
+				t.Errorf("writeWordInWords(%q, mode %d) = %q, words gives %q", s, mode, got, want)
 			}
 		}
 	}

@@ -32,6 +32,15 @@ var DefaultWriteWords = []string{
 // decodes that often by accident, and what it hides cannot be checked.
 const maxDecodeRounds = 4
 
+// Write-word search modes: a whole word only; also a write word of six letters or more inside a
+// word ("bulkdelete"), for the literals the policy itself wrote; and every stem (see isWriteToken),
+// for the parts of a URL the policy left open.
+const (
+	wordExact = iota
+	wordContained
+	wordStem
+)
+
 // EncodedBeyondLimit is the "word" findWriteWord reports for a part of a URL still percent-encoded
 // after maxDecodeRounds decodings.
 const EncodedBeyondLimit = "(percent-encoded beyond 4 decodings)"
@@ -42,6 +51,7 @@ const EncodedBeyondLimit = "(percent-encoded beyond 4 decodings)"
 var nounLike = map[string]bool{
 	"change": true, "import": true, "register": true, "assign": true, "reserve": true, "archive": true,
 	"restore": true, "invite": true, "append": true, "decline": true, "insert": true, "order": true,
+	"upload": true, "publish": true, // "/wp-content/uploads/", "/published/"; "unpublish" is a word of its own
 }
 
 // findWriteWord returns the first write word found in u's path segments, query names or query
@@ -59,11 +69,11 @@ func (p *Policy) findWriteWord(u *URL) (word, where string) {
 // of a URL whose path the caller has already split.
 func (p *Policy) findWriteWordSegs(u *URL, segs []string) (word, where string) {
 	for _, seg := range segs {
-		if w := p.writeWordIn(seg, false); w != "" {
+		if w := p.writeWordIn(seg, wordExact); w != "" {
 			return w, "path"
 		}
 	}
-	return p.queryWriteWord(u.RawQuery(), false, nil)
+	return p.queryWriteWord(u.RawQuery(), wordExact, nil)
 }
 
 // findStemWrite looks for write stems ("deleteall", "removed", "purge_all", "unpublish") in the
@@ -72,31 +82,35 @@ func (p *Policy) findWriteWordSegs(u *URL, segs []string) (word, where string) {
 // r does not declare. A nil r exempts nothing.
 func (p *Policy) findStemWrite(u *URL, segs []string, r *route) (word, where string) {
 	for i, seg := range segs {
+		mode := wordStem
 		if r.literalAt(i) {
-			continue
+			mode = wordContained // the policy's own word: whole words and long ones inside it
 		}
-		if w := p.writeWordIn(seg, true); w != "" {
+		if w := p.writeWordIn(seg, mode); w != "" {
 			return w, "path"
 		}
 	}
-	return p.queryWriteWord(u.RawQuery(), true, r)
+	return p.queryWriteWord(u.RawQuery(), wordStem, r)
 }
 
-func (p *Policy) queryWriteWord(q string, stem bool, r *route) (word, where string) {
+func (p *Policy) queryWriteWord(q string, mode int, r *route) (word, where string) {
 	if q == "" {
 		return "", ""
 	}
 	for pair := range strings.SplitSeq(q, "&") {
 		name, value, _ := strings.Cut(pair, "=")
-		if !stem || !r.declares(name) {
-			if w := p.writeWordIn(strings.ReplaceAll(name, "+", " "), stem); w != "" {
-				return w, "query name"
-			}
+		nameMode := mode
+		if mode == wordStem && r.declares(name) {
+			nameMode = wordContained // a name the route declares is the policy's own word
 		}
-		if stem && r.literalValue(name, value) {
-			continue // a value the route itself writes, as a literal path segment is
+		if w := p.writeWordIn(strings.ReplaceAll(name, "+", " "), nameMode); w != "" {
+			return w, "query name"
 		}
-		if w := p.writeWordIn(strings.ReplaceAll(value, "+", " "), stem); w != "" {
+		valueMode := mode
+		if mode == wordStem && r.literalValue(name, value) {
+			valueMode = wordContained // a value the route itself writes, as a literal segment is
+		}
+		if w := p.writeWordIn(strings.ReplaceAll(value, "+", " "), valueMode); w != "" {
 			return w, "query value"
 		}
 	}
@@ -106,9 +120,9 @@ func (p *Policy) queryWriteWord(q string, stem bool, r *route) (word, where stri
 // writeWordIn checks s and each of its percent-decodings, up to maxDecodeRounds of them, for a
 // write word (stem: or a write stem). A string still holding an escape after the last decoding
 // gives EncodedBeyondLimit.
-func (p *Policy) writeWordIn(s string, stem bool) string {
+func (p *Policy) writeWordIn(s string, mode int) string {
 	for round := 0; ; round++ {
-		if w := p.writeWordInWords(s, stem); w != "" {
+		if w := p.writeWordInWords(s, mode); w != "" {
 			return w
 		}
 		if strings.IndexByte(s, '%') < 0 {
@@ -130,17 +144,23 @@ func (p *Policy) writeWordIn(s string, stem bool) string {
 // starts with a write word of five letters or more ("deleteall", "removed", "closeall"), contains
 // one of six or more ("bulkdelete", "unpublish"), or is a write word with an inflection ("added",
 // "editing", "closing", "deletion", "dropped", "editall").
-func (p *Policy) isWriteToken(t []byte, stem bool) string {
+func (p *Policy) isWriteToken(t []byte, mode int) string {
 	if p.writeWords[string(t)] { // no allocation for a map lookup
 		return string(t)
 	}
-	if !stem {
+	if mode == wordExact {
 		return ""
 	}
 	for _, v := range p.stemWords {
 		n := len(v)
 		if len(t) < n-1 {
 			continue // every form below is at least the word without its last letter
+		}
+		if mode == wordContained {
+			if n >= 6 && !nounLike[string(v)] && bytes.Contains(t, v) {
+				return string(v)
+			}
+			continue
 		}
 		switch {
 		case n >= 5 && !nounLike[string(v)] && bytes.HasPrefix(t, v):
@@ -186,11 +206,11 @@ func eDrop(rest []byte) bool {
 // writeWordInWords returns the first of words(s) that is a write word (stem: or carries one, see
 // isWriteToken). For ASCII s (nearly every URL) it splits and lower-cases in place, with words'
 // exact rules.
-func (p *Policy) writeWordInWords(s string, stem bool) string {
+func (p *Policy) writeWordInWords(s string, mode int) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			for _, w := range words(s) {
-				if v := p.isWriteToken([]byte(w), stem); v != "" {
+				if v := p.isWriteToken([]byte(w), mode); v != "" {
 					return v
 				}
 			}
@@ -203,7 +223,7 @@ func (p *Policy) writeWordInWords(s string, stem bool) string {
 			return ""
 		}
 		if end-start > len(buf) {
-			return p.isWriteToken([]byte(strings.ToLower(s[start:end])), stem)
+			return p.isWriteToken([]byte(strings.ToLower(s[start:end])), mode)
 		}
 		b := buf[:end-start]
 		for i := range b {
@@ -213,7 +233,7 @@ func (p *Policy) writeWordInWords(s string, stem bool) string {
 			}
 			b[i] = c
 		}
-		return p.isWriteToken(b, stem)
+		return p.isWriteToken(b, mode)
 	}
 	start := -1
 	for i := 0; i < len(s); i++ {
