@@ -9,6 +9,7 @@ require (
 	github.com/openai/openai-go/v3 v3.98.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.60.0
+	golang.org/x/sync v0.25.0
 )
 
 require (

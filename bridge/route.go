@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ type fetched struct {
 	body      []byte
 	truncated bool
 	hops      []Hop
+	release   func() // the fulfil gate, when the body took it (budget.go)
 }
 
 // fetcher makes the bridge's own requests: the browser never fetches a document or a
@@ -46,6 +48,9 @@ func newFetcher(cfg config) (*fetcher, error) {
 		IdleConnTimeout:       30 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: cfg.navTimeout,
+	}
+	if cfg.roots != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: cfg.roots, MinVersion: tls.VersionTLS12}
 	}
 	if cfg.proxy != nil {
 		pu, err := proxyURL(cfg.proxy)
@@ -98,14 +103,22 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
+		brd := RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops)}
+		if e := s.budget.admit(); e != nil {
+			s.budgetDenied(brd, e)
+			return &fetched{hops: hops}, e
+		}
 		resp, err := f.do(ctx, method, cur, hdr)
+		if e := s.budgetResponse(resp, brd); e != nil {
+			return &fetched{hops: hops}, e
+		}
 		if err != nil {
 			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
 				Verdict: policy.Deny, Reason: ReasonFetchFailed})
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", redactURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
-			body, truncated, err := readCapped(resp.Body, f.cap)
+			body, truncated, release, err := s.readBody(ctx, resp, f.cap)
 			resp.Body.Close()
 			if err != nil {
 				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", redactURL(cur), err)
@@ -113,7 +126,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			if method == http.MethodHead {
 				body = nil
 			}
-			return &fetched{url: cur, status: resp.StatusCode, header: resp.Header, body: body, truncated: truncated, hops: hops}, nil
+			return &fetched{url: cur, status: resp.StatusCode, header: resp.Header, body: body, truncated: truncated, hops: hops, release: release}, nil
 		}
 		loc := resp.Header.Get("Location")
 		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
@@ -161,20 +174,114 @@ func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header
 		// send a write through the fetcher.
 		return nil, fmt.Errorf("method %s refused", method)
 	}
+	u, err := exactURL(rawURL, f.tr.Proxy != nil)
+	if err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, rawURL, nil)
 	if err != nil {
 		return nil, err
 	}
+	req.URL = u
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	return f.client.Do(req)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if reason := proxyReason(resp.Header.Get(headerProxyError)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
+		// The egress proxy refused or failed the request itself (it removes this header from
+		// every upstream response, so only the proxy sets it).
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		resp.Body.Close()
+		return nil, &EgressError{Host: u.Host, Status: resp.StatusCode, Reason: reason}
+	}
+	return resp, nil
 }
 
-func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+// headerProxyError is the header in which the egress proxy names why it refused or failed a
+// request (proxy.HeaderError).
+const headerProxyError = "X-Browser-Agent-Error"
+
+// proxyReason keeps a proxy reason phrase if it looks like one: short lower-case words.
+func proxyReason(s string) string {
+	if len(s) > 64 {
+		return ""
+	}
+	for _, c := range s {
+		if c != ' ' && (c < 'a' || c > 'z') {
+			return ""
+		}
+	}
+	return s
+}
+
+// EgressError is a request the egress proxy refused, or failed (an upstream certificate that does
+// not verify, an upstream down), as the bridge's fetcher saw it.
+type EgressError struct {
+	Host   string // host[:port] of the request
+	Status int
+	Reason string // the proxy's reason phrase
+}
+
+func (e *EgressError) Error() string {
+	return fmt.Sprintf("egress proxy: %s: %s (status %d)", e.Reason, e.Host, e.Status)
+}
+
+// exactURL is the request URL for rawURL, a canonical URL the policy decided, that net/http sends
+// with exactly its path and query, byte for byte: parsed into a url.URL and written back,
+// characters such as '|' and '^' would be escaped again. The request target goes in Opaque: the
+// path itself (origin form), or "//host/path", which net/http writes as the absolute form
+// "scheme://host/path" — what a plain-HTTP request to a proxy needs (viaProxy), and the only
+// exact form of a path that starts with "//". Path, decoded, is only for the cookie jar.
+func exactURL(rawURL string, viaProxy bool) (*url.URL, error) {
+	pu, err := policy.ParseURL(rawURL, "")
 	if err != nil {
-		return nil, false, err
+		return nil, err
+	}
+	if pu.HasUserinfo() {
+		return nil, fmt.Errorf("url with userinfo refused")
+	}
+	host := strings.TrimPrefix(pu.Origin(), pu.Scheme()+"://")
+	path := pu.Path()
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("path %q cannot be sent", path)
+	}
+	dec, err := url.PathUnescape(path)
+	if err != nil {
+		dec = path
+	}
+	u := &url.URL{Scheme: pu.Scheme(), Host: host, Opaque: path, Path: dec, RawQuery: pu.RawQuery()}
+	u.ForceQuery = u.RawQuery == "" && strings.HasSuffix(pu.String(), "?")
+	if viaProxy && u.Scheme == "http" || strings.HasPrefix(path, "//") {
+		u.Opaque = "//" + host + path
+	}
+	return u, nil
+}
+
+// readCapped reads at most limit bytes of r, and reports whether there was more. size, when not
+// negative, is the length the response declared: the buffer is made that large at once (never
+// over the limit) rather than grown by copies.
+func readCapped(r io.Reader, limit, size int64) ([]byte, bool, error) {
+	c := int64(32 << 10)
+	if size >= 0 {
+		c = size + 1 // room to read EOF without growing
+	}
+	b := make([]byte, 0, min(c, limit+1))
+	lr := io.LimitReader(r, limit+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
 	if int64(len(b)) > limit {
 		return b[:limit], true, nil
@@ -234,6 +341,11 @@ func (s *Session) handleRoute(r playwright.Route) {
 		deny(ReasonClosed)
 		return
 	}
+	if e := s.budget.spentErr(); e != nil {
+		s.budgetDenied(rd, e)
+		abort()
+		return
+	}
 	if frame == FramePopup {
 		deny(ReasonPopup)
 		return
@@ -278,9 +390,26 @@ func (s *Session) handleRoute(r playwright.Route) {
 		abort()
 		return
 	}
-	s.record(rd)
+	if e := s.budget.pageRequest(); e != nil {
+		s.budgetDenied(rd, e)
+		abort()
+		return
+	}
 	ctx, cancel := s.requestContext()
 	defer cancel()
+	release, err := s.budget.acquire(ctx)
+	if err != nil {
+		if e, ok := IsBudget(err); ok {
+			s.budgetDenied(rd, e)
+		} else {
+			rd.Verdict, rd.Rule, rd.Reason = policy.Deny, "", ReasonSlotTimeout
+			s.record(rd)
+		}
+		abort()
+		return
+	}
+	defer release()
+	s.record(rd)
 	hdr := http.Header{}
 	for _, k := range forwardHeaders {
 		if v, ok := req.Headers()[k]; ok {
@@ -299,6 +428,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 // would follow it where no route sees the next hop.
 func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if f == nil || isRedirect(f.status) || f.status < 100 {
+		f.dropGate()
 		_ = r.Abort("blockedbyclient")
 		return
 	}
@@ -313,6 +443,12 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if headers["content-type"] == "" && rtype == "document" {
 		headers["content-type"] = "text/plain; charset=utf-8"
 	}
+	release := s.gateFor(f)
+	if release == nil {
+		_ = r.Abort("blockedbyclient")
+		return
+	}
+	defer release()
 	status := f.status
 	if err := r.Fulfill(playwright.RouteFulfillOptions{Status: &status, Headers: headers, Body: f.body}); err != nil {
 		s.cfg.logf("bridge: fulfil %s: %v", redactURL(f.url), err)

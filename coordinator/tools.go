@@ -553,6 +553,18 @@ func (r *run) browserError(tool, url string, err error) outcome {
 		r.page = nil
 		return refused(tool, LayerBrowser, "", ReasonNoPage)
 	}
+	if b, ok := bridge.IsBudget(err); ok {
+		// A run budget is spent: the browser refuses all further work, and the run ends saying so.
+		layer := LayerBrowser
+		if b.Proxy {
+			layer = LayerProxy
+		}
+		return outcome{
+			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer},
+			stop:       StatusBlocked,
+			stopReason: b.Error(),
+		}
+	}
 	if d, ok := bridge.IsDenied(err); ok {
 		reason := orNoRule(d.Decision.Reason)
 		if d.Hop > 0 {
@@ -563,6 +575,11 @@ func (r *run) browserError(tool, url string, err error) outcome {
 			target = url
 		}
 		return r.denied(tool, target, LayerBrowser, d.Decision.Rule, reason)
+	}
+	if e, ok := errors.AsType[*bridge.EgressError](err); ok {
+		// The egress proxy refused or failed the request (an upstream certificate that does not
+		// verify, say): its fixed reason phrase and the host, nothing the page sent.
+		return r.denied(tool, url, LayerProxy, "", "egress proxy: "+e.Reason+" for "+e.Host)
 	}
 	switch {
 	case errors.Is(err, bridge.ErrHopLimit):
