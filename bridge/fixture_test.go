@@ -141,7 +141,7 @@ sites:
   - origin: %s
     read: ["/", "/p/*", "/hop/*", "/loop/*", "/go/*", "/static/*", "/api/*", "/records/{id}", "/big/*",
       # the query parameters the fixture pages use: a route accepts no others (issue 11)
-      "/p/*?v={v}&i={i}&late={l}&refresh={r}&secret={s}&udp={u}&x={x}&cross={c}", "/hop/*?code={c}", "/big/*?lines={n}",
+      "/p/*?v={v}&i={i}&late={l}&refresh={r}&secret={s}&udp={u}&x={x}&cross={c}", "/hop/*?code={c}", "/big/*?lines={n}&i={i}",
       # values that read as a write word's stem ("closed"), written by the policy itself
       "/p/*?v=closed-shadow", "/p/*?v=cross-closed-shadow"]
   - origin: %s
