@@ -163,7 +163,7 @@ func (p *Policy) isWriteToken(t []byte, mode int) string {
 			continue
 		}
 		switch {
-		case n >= 5 && !nounLike[string(v)] && bytes.HasPrefix(t, v):
+		case n >= 5 && !nounLike[string(v)] && bytes.HasPrefix(t, v) && !plural(t[n:]):
 			return string(v)
 		case n >= 6 && !nounLike[string(v)] && bytes.Contains(t, v):
 			return string(v)
@@ -192,6 +192,10 @@ func inflection(rest []byte, last byte) bool {
 	}
 	return false
 }
+
+// plural reports whether rest, following a write word, only makes it plural ("writes", "closes"):
+// a noun of an ordinary read, not a command.
+func plural(rest []byte) bool { return string(rest) == "s" || string(rest) == "es" }
 
 // eDrop reports whether rest, following a write word ending in "e" without that "e", makes a
 // derived form: "closing", "closure", "deletion", "removal".
