@@ -109,7 +109,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			return &fetched{hops: hops}, e
 		}
 		resp, err := f.do(ctx, method, cur, hdr)
-		if e := s.budgetResponse(resp, brd); e != nil {
+		if e := s.budgetResponse(resp, err, brd); e != nil {
 			return &fetched{hops: hops}, e
 		}
 		if err != nil {

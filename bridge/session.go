@@ -298,6 +298,9 @@ func isDescendant(pid, ancestor int) bool {
 // Version is the launched Chromium's version.
 func (s *Session) Version() string { return s.version }
 
+// PID is the process id of the session's Chromium; 0 when it is not known.
+func (s *Session) PID() int { return s.pid }
+
 // Decisions returns a copy of the session's request decisions, oldest first (at most the last
 // 4096).
 func (s *Session) Decisions() []RequestDecision {
