@@ -322,7 +322,9 @@ func (s *Session) record(d RequestDecision) {
 	s.decisions = append(s.decisions, d)
 	s.mu.Unlock()
 	if d.Verdict != policy.Allow {
-		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, d.URL, d.Frame, d.Reason)
+		// The URL a page chose is logged as policy.LogURL keeps it: never its query or a
+		// path a route leaves open.
+		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, s.pol.LogURL(d.URL), d.Frame, d.Reason)
 	}
 	if s.cfg.hook != nil {
 		s.cfg.hook(d)
