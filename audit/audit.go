@@ -42,6 +42,8 @@ const (
 	FieldCompletionTokens = "completion_tokens"
 	FieldCostUSD          = "cost_usd"
 	FieldSimulated        = "simulated"
+	FieldKind             = "kind"
+	FieldClient           = "client"
 
 	// steps
 	FieldRunID         = "run_id"
@@ -66,6 +68,12 @@ const (
 	LayerBrowser     = "browser"
 	LayerProxy       = "proxy"
 	LayerCoordinator = "coordinator"
+)
+
+// Run kinds: what started a run.
+const (
+	KindRun = "run" // the coordinator's own loop: run, serve, record
+	KindMCP = "mcp" // the tool calls of one MCP client session
 )
 
 // StatusRunning is the status BeginRun records when the Run gives none.
@@ -117,6 +125,8 @@ type Run struct {
 	CompletionTokens int       `json:"completion_tokens"`
 	CostUSD          float64   `json:"cost_usd"`
 	Simulated        bool      `json:"simulated"`
+	Kind             string    `json:"kind"`   // KindRun or KindMCP; "" means KindRun
+	Client           string    `json:"client"` // for KindMCP: the client's name and version
 }
 
 // Step is one tool call of a run and the decision on it: the canonical step record.
@@ -257,6 +267,10 @@ var migrations = []string{
 		usd REAL NOT NULL
 	);
 	CREATE INDEX spend_day ON spend (day);`,
+
+	// 3: the kind of a run (run or mcp) and, for mcp, the client that made the calls.
+	`ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';
+	ALTER TABLE runs ADD COLUMN client TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this program writes (PRAGMA user_version).
@@ -417,6 +431,7 @@ func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 var runColumns = []string{
 	FieldID, FieldStartedAt, FieldFinishedAt, FieldRecordID, FieldPreset, FieldModel, FieldStatus,
 	FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD, FieldSimulated,
+	FieldKind, FieldClient,
 }
 
 // stepColumns are the steps columns in insert and scan order.
@@ -434,6 +449,11 @@ func cleanRun(r Run) Run {
 	r.Model = bound(r.Model, maxShortLen)
 	r.Status = bound(r.Status, maxShortLen)
 	r.Reason = cleanText(r.Reason)
+	r.Kind = bound(r.Kind, maxShortLen)
+	r.Client = cleanText(r.Client)
+	if r.Kind == "" {
+		r.Kind = KindRun
+	}
 	return r
 }
 
@@ -469,7 +489,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		r.ID, formatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
-		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated)
+		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.Kind, r.Client)
 	if err != nil {
 		return "", fmt.Errorf("audit: begin run %s: %w", r.ID, err)
 	}
@@ -554,7 +574,7 @@ func scanRun(sc scanner) (Run, error) {
 		steps, prom, comp int64
 	)
 	if err := sc.Scan(&r.ID, &started, &finished, &r.RecordID, &r.Preset, &r.Model, &r.Status,
-		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated); err != nil {
+		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &r.Kind, &r.Client); err != nil {
 		return Run{}, err
 	}
 	var err error
