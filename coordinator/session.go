@@ -211,6 +211,10 @@ func (s *Session) End(ctx context.Context, reason string) Result {
 	case s.last != nil && s.last.status != StatusBlocked:
 		status, reason = s.last.status, s.last.reason
 		r.res.Answer, r.res.Conflicts = s.last.answer, s.last.conflicts
+	case s.last != nil:
+		reason = "the last answer check: " + s.last.reason + "; " + reason
+	default:
+		reason = "no answer checked; " + reason
 	}
 	return r.finish(ctx, status, reason)
 }

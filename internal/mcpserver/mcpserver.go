@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -116,7 +117,32 @@ func New(cfg Config) (*Server, error) {
 		Name: ca.Name, Description: ca.Description, InputSchema: ca.Parameters,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: falseP, IdempotentHint: true, OpenWorldHint: falseP, Title: ca.Name},
 	}, s.checkHandler)
+	s.mcp.AddReceivingMiddleware(s.auditUnknownTools)
 	return s, nil
+}
+
+// auditUnknownTools records a call of a tool the server does not have as a refused step of the
+// session's run, as a run records it; the client still gets the protocol's "unknown tool" error.
+func (s *Server) auditUnknownTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		r, ok := req.(*mcp.CallToolRequest)
+		if !ok || r.Params == nil || slices.Contains(ToolNames(), r.Params.Name) {
+			return next(ctx, method, req)
+		}
+		if st, err := s.session(r.Session); err == nil {
+			st.mu.Lock()
+			if st.ensure() == nil {
+				// The coordinator refuses it as an unknown tool and records the step.
+				st.coord.Call(ctx, coordinator.ToolCall{Name: r.Params.Name, Args: r.Params.Arguments})
+			}
+			st.touch()
+			st.mu.Unlock()
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // MCP is the underlying SDK server.
@@ -126,7 +152,7 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // ctx is done, then closes every session's browser.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	err := s.mcp.Run(ctx, t)
-	s.Close()
+	s.closeAll("MCP session ended")
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -134,7 +160,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 }
 
 // Close ends every session: its browser is closed and its run recorded. It waits for them.
-func (s *Server) Close() {
+func (s *Server) Close() { s.closeAll("server stopped") }
+
+func (s *Server) closeAll(reason string) {
 	s.mu.Lock()
 	s.closed = true
 	var all []*session
@@ -143,7 +171,7 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	for _, ss := range all {
-		ss.end("server stopped")
+		ss.end(reason)
 	}
 	s.wg.Wait()
 }
@@ -199,7 +227,7 @@ func (s *Server) session(ss *mcp.ServerSession) (*session, error) {
 	go func() {
 		defer s.wg.Done()
 		ss.Wait()
-		st.end("session closed")
+		st.end("MCP session ended")
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		s.mu.Unlock()

@@ -267,9 +267,9 @@ func TestStdio(t *testing.T) {
 // Bad arguments and unknown tools are refused with clear errors, and the session's step budget
 // (the policy's max_steps, 20 for the demo) holds.
 func TestStdioRefusalsAndBudget(t *testing.T) {
-	cs, _ := stdioClient(t, "go-sdk-test-client")
-	argRefusals(t, cs) // 11 steps
-	for i := 12; i <= 20; i++ {
+	cs, srv := stdioClient(t, "go-sdk-test-client")
+	argRefusals(t, cs) // 11 refused calls and 3 unknown tools, each a step as in a run
+	for i := 15; i <= 20; i++ {
 		if res, m := call(t, cs, "list_links", `{}`); str(m, "reason") != coordinator.ReasonNoPage {
 			t.Fatalf("call %d: %s", i, text(res))
 		}
@@ -277,6 +277,21 @@ func TestStdioRefusalsAndBudget(t *testing.T) {
 	res, m := call(t, cs, "search_site", `{"query":"SYN-0042"}`)
 	if !res.IsError || str(m, "rule") != coordinator.RuleBudget {
 		t.Errorf("call 21 of a session with max_steps 20:\n\tgot  %s\n\twant refused by the step budget", text(res))
+	}
+	runs := auditRuns(t, srv.db)
+	if len(runs) != 1 {
+		t.Fatalf("audit: %d runs, want 1", len(runs))
+	}
+	out, _ := exec.Command(binary, "audit", "--json", "--db", srv.db, str(runs[0], "id")).Output()
+	var steps struct{ Steps []map[string]any }
+	json.Unmarshal(out, &steps)
+	if len(steps.Steps) != 21 {
+		t.Errorf("audit: %d steps, want 21 (every call, the refused ones too)", len(steps.Steps))
+	}
+	for _, want := range []string{`"tool":"browser_evaluate"`, `"reason":"unknown tool"`, `"rule":"step budget"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("audit of the run lacks %s", want)
+		}
 	}
 }
 
