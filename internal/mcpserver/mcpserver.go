@@ -170,8 +170,9 @@ func (s *Server) closeAll(reason string) {
 		all = append(all, ss)
 	}
 	s.mu.Unlock()
-	for _, ss := range all {
-		ss.end(reason)
+	for _, st := range all {
+		st.end(reason)
+		st.ss.Close() // lets the session's watcher finish
 	}
 	s.wg.Wait()
 }

@@ -124,9 +124,10 @@ func httpServer(t testing.TB, env []string, args ...string) *server {
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(60 * time.Second):
 			cmd.Process.Kill()
 			<-done
+			t.Errorf("browser-agent mcp --http did not stop within 60 s of SIGINT:\n%s", s.stderr)
 		}
 	})
 	if !testutil.Eventually(60*time.Second, func() bool { return listenRE.MatchString(s.stderr.String()) }) {

@@ -59,6 +59,14 @@ func checkTools(t *testing.T, cs *mcp.ClientSession) {
 	if !slices.Equal(names, sixTools) && !sameSet(names, sixTools) {
 		t.Errorf("tools/list:\n\tgot  %v\n\twant exactly %v", names, sixTools)
 	}
+	// Nothing else: no resources (page content only ever leaves in a tool result), no prompts.
+	caps := cs.InitializeResult().Capabilities
+	if caps.Resources != nil || caps.Prompts != nil {
+		t.Errorf("capabilities: resources %+v, prompts %+v; want neither", caps.Resources, caps.Prompts)
+	}
+	if r, err := cs.ListResources(ctx, nil); err == nil && len(r.Resources) > 0 {
+		t.Errorf("resources/list: %d resources, want none", len(r.Resources))
+	}
 }
 
 func sameSet(a, b []string) bool {
