@@ -19,6 +19,7 @@ import (
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/proxy"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -104,12 +105,18 @@ func benchLookup(b *testing.B, opts ...bridge.Option) {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	pol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo-site policy")
+	lookupOn(b, ctx, srv.URL, nil, nil, opts...)
+}
+
+// lookupOn measures the lookup preset on the demo site at origin, guarded (the proxy with popts)
+// against plain playwright-go (Chromium with plainArgs), interleaved.
+func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Option, plainArgs []string, opts ...bridge.Option) {
+	pol, err := policy.Parse(demosite.PolicyYAML(origin), "demo-site policy")
 	if err != nil {
 		b.Fatal(err)
 	}
 	// The proxy lives as long as the context it starts with: launch with the benchmark's.
-	g, err := guarded.Launch(ctx, pol, opts...)
+	g, err := guarded.LaunchWith(ctx, pol, popts, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,6 +131,7 @@ func benchLookup(b *testing.B, opts ...bridge.Option) {
 		ExecutablePath:  playwright.String(chromiumPath(b)),
 		Headless:        playwright.Bool(true),
 		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0),
+		Args:            plainArgs,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -133,7 +141,7 @@ func benchLookup(b *testing.B, opts ...bridge.Option) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plain := plainLookup{page: page, origin: srv.URL}
+	plain := plainLookup{page: page, origin: origin}
 
 	preset, _ := coordinator.PresetByName("lookup")
 	c := coordinator.New(pol)

@@ -1,6 +1,9 @@
 package bridge
 
-import "time"
+import (
+	"crypto/x509"
+	"time"
+)
 
 // Defaults of the limits an Option can change.
 const (
@@ -35,6 +38,7 @@ type config struct {
 	logf       func(string, ...any)
 	hook       func(RequestDecision)
 	proxy      *proxyConfig
+	roots      *x509.CertPool
 	extraArgs  []string
 	navTimeout time.Duration
 	bodyCap    int64
@@ -92,6 +96,11 @@ func WithProxy(server, username, password string) Option {
 		c.proxy = &proxyConfig{server: server, username: username, password: password}
 	}
 }
+
+// WithProxyRoots sets the only certificate authorities the bridge's own https fetches trust: with
+// an intercepting egress proxy, the proxy's per-run authority (proxy.Proxy.RootCAs), and nothing
+// else. Without it the fetcher verifies against the system roots.
+func WithProxyRoots(pool *x509.CertPool) Option { return func(c *config) { c.roots = pool } }
 
 // WithExtraArgs appends Chromium command-line switches to the launch.
 func WithExtraArgs(args ...string) Option {

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -46,6 +47,9 @@ func newFetcher(cfg config) (*fetcher, error) {
 		IdleConnTimeout:       30 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: cfg.navTimeout,
+	}
+	if cfg.roots != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: cfg.roots, MinVersion: tls.VersionTLS12}
 	}
 	if cfg.proxy != nil {
 		pu, err := proxyURL(cfg.proxy)
@@ -161,14 +165,90 @@ func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header
 		// send a write through the fetcher.
 		return nil, fmt.Errorf("method %s refused", method)
 	}
+	u, err := exactURL(rawURL, f.tr.Proxy != nil)
+	if err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, rawURL, nil)
 	if err != nil {
 		return nil, err
 	}
+	req.URL = u
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	return f.client.Do(req)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if reason := proxyReason(resp.Header.Get(headerProxyError)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
+		// The egress proxy refused or failed the request itself (it removes this header from
+		// every upstream response, so only the proxy sets it).
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		resp.Body.Close()
+		return nil, &EgressError{Host: u.Host, Status: resp.StatusCode, Reason: reason}
+	}
+	return resp, nil
+}
+
+// headerProxyError is the header in which the egress proxy names why it refused or failed a
+// request (proxy.HeaderError).
+const headerProxyError = "X-Browser-Agent-Error"
+
+// proxyReason keeps a proxy reason phrase if it looks like one: short lower-case words.
+func proxyReason(s string) string {
+	if len(s) > 64 {
+		return ""
+	}
+	for _, c := range s {
+		if c != ' ' && (c < 'a' || c > 'z') {
+			return ""
+		}
+	}
+	return s
+}
+
+// EgressError is a request the egress proxy refused, or failed (an upstream certificate that does
+// not verify, an upstream down), as the bridge's fetcher saw it.
+type EgressError struct {
+	Host   string // host[:port] of the request
+	Status int
+	Reason string // the proxy's reason phrase
+}
+
+func (e *EgressError) Error() string {
+	return fmt.Sprintf("egress proxy: %s: %s (status %d)", e.Reason, e.Host, e.Status)
+}
+
+// exactURL is the request URL for rawURL, a canonical URL the policy decided, that net/http sends
+// with exactly its path and query, byte for byte: parsed into a url.URL and written back,
+// characters such as '|' and '^' would be escaped again. The request target goes in Opaque: the
+// path itself (origin form), or "//host/path", which net/http writes as the absolute form
+// "scheme://host/path" — what a plain-HTTP request to a proxy needs (viaProxy), and the only
+// exact form of a path that starts with "//". Path, decoded, is only for the cookie jar.
+func exactURL(rawURL string, viaProxy bool) (*url.URL, error) {
+	pu, err := policy.ParseURL(rawURL, "")
+	if err != nil {
+		return nil, err
+	}
+	if pu.HasUserinfo() {
+		return nil, fmt.Errorf("url with userinfo refused")
+	}
+	host := strings.TrimPrefix(pu.Origin(), pu.Scheme()+"://")
+	path := pu.Path()
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("path %q cannot be sent", path)
+	}
+	dec, err := url.PathUnescape(path)
+	if err != nil {
+		dec = path
+	}
+	u := &url.URL{Scheme: pu.Scheme(), Host: host, Opaque: path, Path: dec, RawQuery: pu.RawQuery()}
+	u.ForceQuery = u.RawQuery == "" && strings.HasSuffix(pu.String(), "?")
+	if viaProxy && u.Scheme == "http" || strings.HasPrefix(path, "//") {
+		u.Opaque = "//" + host + path
+	}
+	return u, nil
 }
 
 func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {

@@ -505,6 +505,11 @@ func (r *run) browserError(tool, url string, err error) outcome {
 		}
 		return r.denied(tool, target, LayerBrowser, d.Decision.Rule, reason)
 	}
+	if e, ok := errors.AsType[*bridge.EgressError](err); ok {
+		// The egress proxy refused or failed the request (an upstream certificate that does not
+		// verify, say): its fixed reason phrase and the host, nothing the page sent.
+		return r.denied(tool, url, LayerProxy, "", "egress proxy: "+e.Reason+" for "+e.Host)
+	}
 	switch {
 	case errors.Is(err, bridge.ErrHopLimit):
 		return r.denied(tool, url, LayerBrowser, "", ReasonHopLimit)

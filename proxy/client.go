@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"net/url"
@@ -23,6 +24,7 @@ func (p *Proxy) Client() *http.Client {
 		p.clientTr = &clientTransport{tr: &http.Transport{
 			Proxy:               http.ProxyURL(proxyURL),
 			ForceAttemptHTTP2:   false,
+			TLSClientConfig:     &tls.Config{RootCAs: p.RootCAs(), MinVersion: tls.VersionTLS12},
 			MaxIdleConnsPerHost: 8,
 			IdleConnTimeout:     p.cfg.timeouts.Idle,
 			OnProxyConnectResponse: func(_ context.Context, _ *url.URL, req *http.Request, resp *http.Response) error {

@@ -44,13 +44,15 @@ const (
 
 // Decision is the canonical record of one request through the proxy: what was asked, what was
 // decided and why, and what happened. It never holds a query string, a fragment or a credential.
-// The JSON keys are the audit's field names. A plain-HTTP request is recorded when its response
-// has been passed on; a tunnel when it closes; a denial at once.
+// The JSON keys are the audit's field names. A denial is recorded at once; an allowed request
+// (plain HTTP, or https inside a tunnel) when its response has been passed on; a tunnel (its
+// CONNECT) as soon as it is established, so before any request inside it. WithDecidedHook gets
+// every record earlier still, as soon as its verdict is taken.
 type Decision struct {
 	Time    time.Time      `json:"time"`
 	Method  string         `json:"method"`
 	Origin  string         `json:"origin"` // scheme://host[:port]; "" when the target did not parse
-	Path    string         `json:"path"`   // canonical path without query; "" for CONNECT (inside TLS)
+	Path    string         `json:"path"`   // canonical path without query; "" for CONNECT
 	Verdict policy.Verdict `json:"verdict"`
 	Rule    string         `json:"rule"`
 	Reason  string         `json:"reason"`
@@ -60,8 +62,8 @@ type Decision struct {
 	Status int `json:"status"`
 	// Addr is the address dialed, ip:port; "" when nothing was dialed.
 	Addr string `json:"addr,omitempty"`
-	// BytesOut is what the client sent upstream (tunnels only); BytesIn is what the upstream sent
-	// back and the client got (the response body, or the tunnel's bytes).
+	// BytesOut is what the client sent upstream (always 0: no request body is forwarded); BytesIn
+	// is the response body the upstream sent back and the client got.
 	BytesOut int64 `json:"bytes_out"`
 	BytesIn  int64 `json:"bytes_in"`
 	// Truncated means the response body was over the body cap and was cut.
@@ -69,7 +71,8 @@ type Decision struct {
 	// Disagreement means the proxy denied a request that the browser layer had allowed (see
 	// NoteBrowserAllowed).
 	Disagreement bool `json:"disagreement,omitempty"`
-	// Duration is from the request's arrival to the end of its response or tunnel; it is
+	// Duration is from the request's arrival to the end of its response (for a tunnel, to its
+	// establishment); it is
 	// marshalled as duration_ms.
 	Duration time.Duration `json:"-"`
 	// Error is what went wrong after an Allow (dial, upstream, copy), "" otherwise.
@@ -105,7 +108,7 @@ func cleanText(s string) string {
 
 // Stats are the proxy's counters since it was made.
 type Stats struct {
-	Allowed        int64            // requests allowed (plain HTTP forwarded, tunnels opened or tried)
+	Allowed        int64            // requests allowed (plain HTTP and https forwarded, tunnels opened)
 	Denied         int64            // requests denied, 407s excluded
 	DeniedByReason map[string]int64 // Denied split by reason phrase
 	AuthChallenges int64            // 407 answers: a missing or wrong proxy credential
@@ -147,8 +150,8 @@ func (c *counters) snapshot() Stats {
 
 // Disagreement tracking: the bridge tells the proxy, through NoteBrowserAllowed, which requests its
 // route handler allowed. A request the proxy then denies is a layer disagreement when the same
-// method, origin and path (for plain HTTP; never the query), or the same https origin (for
-// CONNECT, whose path the proxy cannot see), was noted within NoteWindow.
+// method, origin and path (never the query), or for a CONNECT the same https origin, was noted
+// within NoteWindow.
 
 // NoteWindow is how long a NoteBrowserAllowed note counts.
 const NoteWindow = 2 * time.Minute

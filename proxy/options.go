@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"net"
 	"net/netip"
 	"time"
@@ -62,10 +63,12 @@ type config struct {
 	dialer            Dialer
 	logf              func(format string, args ...any)
 	hook              func(Decision)
+	decided           func(Decision)
 	bodyCap           int64
 	maxConns          int
 	timeouts          Timeouts
 	allowPrivateNames bool
+	upstreamRoots     []*x509.Certificate
 }
 
 // Option configures a Proxy.
@@ -88,6 +91,13 @@ func WithLogf(f func(format string, args ...any)) Option { return func(c *config
 // every call has returned.
 func WithDecisionHook(f func(Decision)) Option { return func(c *config) { c.hook = f } }
 
+// WithDecidedHook sets a function called with the record of every request as soon as its verdict
+// is taken, before anything is forwarded: an audit fed from it has the row of a request while
+// the request is still running (a response that streams until the run ends included). The record
+// then has no status, byte counts or error yet; WithDecisionHook gets the finished one. It is
+// called from the request's goroutine, must be safe for concurrent use and should not block.
+func WithDecidedHook(f func(Decision)) Option { return func(c *config) { c.decided = f } }
+
 // WithBodyCap sets the largest response body, in bytes as sent on the wire (so compressed when the
 // upstream compressed it), passed to the client (default DefaultBodyCap). A longer body is cut and
 // the decision records Truncated.
@@ -105,3 +115,10 @@ func WithTimeouts(t Timeouts) Option { return func(c *config) { c.timeouts = t }
 // never allows link-local (cloud metadata), unspecified, multicast, reserved or IPv4-embedding
 // addresses. IP-literal origins named by the policy do not need it.
 func WithAllowPrivateNames(allow bool) Option { return func(c *config) { c.allowPrivateNames = allow } }
+
+// WithUpstreamRoots adds certificates to the system roots the proxy verifies https upstreams
+// against: a private deployment's own authority, or a test's. Verification is never turned off; a
+// certificate that does not verify fails the request with ReasonUpstreamCert.
+func WithUpstreamRoots(certs ...*x509.Certificate) Option {
+	return func(c *config) { c.upstreamRoots = append(c.upstreamRoots, certs...) }
+}

@@ -4,8 +4,8 @@
 // background requests) cannot leave.
 //
 // One Proxy serves one run on 127.0.0.1 with a random per-run credential. It forwards plain HTTP
-// GET and HEAD requests whose full URL the policy allows, and tunnels CONNECT requests to https
-// origins the policy names. Everything else is denied with 403 and an X-Browser-Agent-Error header
+// GET and HEAD requests whose full URL the policy allows, and intercepts CONNECT tunnels to https
+// origins the policy names, so that each https request inside is decided the same way. Everything else is denied with 403 and an X-Browser-Agent-Error header
 // naming the reason. Every name is resolved once, every address is classified, and the proxy dials
 // exactly the address it checked. When the proxy is down, a browser configured with ChromiumArgs
 // reaches nothing: it fails closed.
@@ -20,11 +20,17 @@
 //     checked address with exactly the canonical path and query that were decided, hop-by-hop
 //     headers and Proxy-Authorization removed, and its response, redirects included, is passed
 //     back as it is: the proxy never follows a redirect.
-//   - CONNECT: only to host:port of an https site of the policy. Inside the tunnel the path, the
-//     method and any WebSocket upgrade are encrypted, so a tunnel is decided at the origin level
-//     (scheme https, exact host and port); paths, methods and upgrades on https origins are the
-//     browser layer's to decide. Chromium also tunnels ws:// through CONNECT, so a CONNECT to an
-//     http origin is denied: that is how WebSockets to http sites are stopped.
+//   - CONNECT: only to host:port of an https site of the policy, and then intercepted: the proxy
+//     answers the client's TLS with a leaf certificate for that host, minted by the run's own
+//     authority (made in memory by New, never written anywhere; see CACert, SPKIHash), offers
+//     only HTTP/1.1, and decides every request inside the tunnel exactly as a plain-HTTP one
+//     (method, body, Upgrade, path and query, route), with scheme https. An allowed request is
+//     sent over the proxy's own TLS connection to the checked address, verified against the
+//     system roots and the WithUpstreamRoots certificates, never without verification; a
+//     certificate that does not verify fails the request (502, ReasonUpstreamCert). A request
+//     inside a tunnel for another origin, or with another Host, is denied. Chromium also tunnels
+//     ws:// through CONNECT, so a CONNECT to an http origin is denied: that is how WebSockets to
+//     http sites are stopped; a wss:// upgrade inside a tunnel is denied as an upgrade.
 //   - Addresses: a name is resolved once per request, every address it resolves to is classified
 //     (Classify), and the request is denied if any is not public; the proxy then dials that very
 //     address (never the name), so DNS rebinding cannot change it afterwards. A non-public address
@@ -33,7 +39,7 @@
 //     WithAllowPrivateNames(true), which is off by default. Unspecified, multicast and broadcast
 //     addresses are never dialed.
 //
-// Every request gets one canonical Decision: counted in Stats, logged as a CanonicalDecision line
+// Every request gets one canonical Decision, and so does every tunnel (its CONNECT): counted in Stats, logged as a CanonicalDecision line
 // and handed to the WithDecisionHook function. Denials are 403 responses whose X-Browser-Agent-Error
 // header and short text body name the reason; neither ever echoes a query string.
 package proxy
@@ -57,7 +63,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/browser-agent/browser-agent/policy"
@@ -107,7 +112,9 @@ type Proxy struct {
 	httpSites map[string]bool         // hostPort keys of http sites
 	hosts     map[string]bool         // hosts of all sites
 
-	tr    *http.Transport
+	tr    *http.Transport // plain HTTP, to checked addresses
+	tlsTr *http.Transport // https inside intercepted tunnels, verified, to checked addresses
+	ca    *authority
 	stats counters
 	notes notebook
 	sem   chan struct{}
@@ -169,6 +176,14 @@ func New(pol *policy.Policy, opts ...Option) (*Proxy, error) {
 		tunnels:   map[net.Conn]struct{}{},
 	}
 	p.wantAuth = []byte(p.user + ":" + p.pass)
+	var err error
+	if p.ca, err = newAuthority(); err != nil {
+		return nil, fmt.Errorf("proxy: certificate authority: %w", err)
+	}
+	upTLS, err := upstreamTLS(cfg.upstreamRoots)
+	if err != nil {
+		return nil, err
+	}
 	for _, s := range pol.Sites() {
 		u, err := policy.ParseURL(s.Origin, "")
 		if err != nil {
@@ -199,6 +214,11 @@ func New(pol *policy.Policy, opts ...Option) (*Proxy, error) {
 		ResponseHeaderTimeout:  cfg.timeouts.ResponseHeader,
 		MaxResponseHeaderBytes: 1 << 20,
 	}
+	p.tlsTr = p.tr.Clone()
+	p.tlsTr.DialContext = p.dialChecked
+	p.tlsTr.TLSClientConfig = upTLS
+	p.tlsTr.TLSHandshakeTimeout = cfg.timeouts.Dial
+	p.tlsTr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	return p, nil
 }
 
@@ -256,6 +276,9 @@ func (p *Proxy) Credentials() (user, pass string) { return p.user, p.pass }
 //     the proxy for them by default).
 //   - --host-resolver-rules: see HostResolverRules.
 //   - --webrtc-ip-handling-policy=disable_non_proxied_udp: WebRTC may not send UDP around the proxy.
+//   - --ignore-certificate-errors-spki-list=SPKIHash(): Chromium accepts the leaves the proxy mints
+//     inside its tunnels, and no other certificate it could not verify. The flag is honoured only
+//     with --user-data-dir, which Playwright always passes.
 //
 // Chromium does not fall back to a direct connection when a fixed proxy is down, so these flags
 // fail closed.
@@ -265,6 +288,7 @@ func (p *Proxy) ChromiumArgs() []string {
 		"--proxy-bypass-list=<-loopback>",
 		"--host-resolver-rules=" + HostResolverRules,
 		"--webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--ignore-certificate-errors-spki-list=" + p.SPKIHash(),
 	}
 }
 
@@ -277,8 +301,8 @@ func (p *Proxy) Disagreements() int64 { return p.stats.disagreements.Load() }
 // NoteBrowserAllowed tells the proxy that the browser layer allowed method on rawURL (a query, if
 // any, is ignored, so a redacted URL will do). The bridge calls it when its route lets a request
 // continue, e.g. from its decision hook. If the proxy denies the same request within NoteWindow
-// (same method, origin and path for http; same origin for https, ws and wss, which reach the
-// proxy as CONNECT), it counts a layer disagreement: the two layers should agree, so every
+// (same method, origin and path for http and https; for https also the CONNECT to its origin;
+// same origin for ws and wss, which reach the proxy as CONNECT), it counts a layer disagreement: the two layers should agree, so every
 // disagreement is a bug in one of them or a request the browser layer could not judge (e.g. a
 // name that resolves to a private address).
 func (p *Proxy) NoteBrowserAllowed(method, rawURL string) {
@@ -290,7 +314,10 @@ func (p *Proxy) NoteBrowserAllowed(method, rawURL string) {
 	switch u.Scheme() {
 	case "http":
 		p.notes.add(noteKeyURL(method, u.Origin()+u.Path()), now)
-	case "https", "ws", "wss":
+	case "https":
+		p.notes.add(noteKeyURL(method, u.Origin()+u.Path()), now)
+		p.notes.add(noteKeyOrigin(hostPort(normalizeHost(u.Host()), u.Port())), now)
+	case "ws", "wss":
 		p.notes.add(noteKeyOrigin(hostPort(normalizeHost(u.Host()), u.Port())), now)
 	}
 }
@@ -319,6 +346,7 @@ func (p *Proxy) Close() error {
 	}
 	p.inflight.Wait()
 	p.tr.CloseIdleConnections()
+	p.tlsTr.CloseIdleConnections()
 	if p.clientTr != nil {
 		p.clientTr.CloseIdleConnections()
 	}
@@ -344,10 +372,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.inflight.Done()
 	rec := &Decision{Time: start, Method: bound(r.Method, 32), Layer: LayerProxy}
-	defer p.finish(rec, start)
-
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := p.requestContext(r.Context())
 	defer cancel()
+	if r.Method == http.MethodConnect {
+		// A tunnel is recorded as soon as it is decided and established, not when it closes.
+		recorded := sync.OnceFunc(func() { p.finish(rec, start) })
+		defer recorded()
+		p.serveConnect(ctx, w, r, rec, recorded)
+		return
+	}
+	defer p.finish(rec, start)
+	p.serveForward(ctx, w, r, rec)
+}
+
+// requestContext is parent, also cancelled when the proxy closes.
+func (p *Proxy) requestContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
 	go func() {
 		select {
 		case <-p.done:
@@ -355,14 +395,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 		}
 	}()
-	if r.Method == http.MethodConnect {
-		p.serveConnect(ctx, w, r, rec)
-		return
-	}
-	p.serveForward(ctx, w, r, rec)
+	return ctx, cancel
 }
 
-// serveForward forwards a plain-HTTP request whose full URL the policy allows.
+// serveForward decides a plain-HTTP request in absolute form.
 func (p *Proxy) serveForward(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *Decision) {
 	if !r.URL.IsAbs() {
 		p.refuse(w, rec, http.StatusBadRequest, ReasonNotProxy, "request target is not an absolute URL", "")
@@ -374,6 +410,13 @@ func (p *Proxy) serveForward(ctx context.Context, w http.ResponseWriter, r *http
 		p.refuse(w, rec, http.StatusForbidden, d.Reason, d.Rule, "")
 		return
 	}
+	p.serveURL(ctx, w, r, rec, u, "http")
+}
+
+// serveURL decides one request for the full canonical URL u, a plain-HTTP request (scheme http)
+// or one read inside an intercepted tunnel (scheme https), and forwards it when it is allowed: to
+// the checked address, with exactly the canonical path and query that were decided.
+func (p *Proxy) serveURL(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *Decision, u *policy.URL, scheme string) {
 	rec.Origin, rec.Path = u.Origin(), u.Path()
 	note := noteKeyURL(r.Method, u.Origin()+u.Path())
 	if isUpgrade(r.Header) {
@@ -393,7 +436,7 @@ func (p *Proxy) serveForward(ctx context.Context, w http.ResponseWriter, r *http
 		p.refuse(w, rec, http.StatusForbidden, d.Reason, d.Rule, note)
 		return
 	}
-	if u.Scheme() != "http" {
+	if u.Scheme() != scheme {
 		// An https URL in absolute form would need the proxy to originate TLS; browsers use CONNECT.
 		p.refuse(w, rec, http.StatusForbidden, policy.ReasonScheme, u.Scheme()+" must use CONNECT", note)
 		return
@@ -408,29 +451,38 @@ func (p *Proxy) serveForward(ctx context.Context, w http.ResponseWriter, r *http
 		p.refuse(w, rec, http.StatusForbidden, policy.ReasonMalformed, "path cannot be forwarded exactly", note)
 		return
 	}
-	if !p.acquire() {
-		p.refuse(w, rec, http.StatusServiceUnavailable, ReasonTooMany, "", "")
-		return
+	if scheme == "http" {
+		// A request inside a tunnel runs on the tunnel's slot: HTTP/1.1 sends one at a time.
+		if !p.acquire() {
+			p.refuse(w, rec, http.StatusServiceUnavailable, ReasonTooMany, "", "")
+			return
+		}
+		defer p.release()
 	}
-	defer p.release()
 	rec.Verdict, rec.Rule, rec.Reason, rec.Addr = policy.Allow, d.Rule, d.Reason, addr.String()
+	p.decided(rec)
 
 	hdr := r.Header.Clone()
 	removeHopHeaders(hdr)
 	if _, ok := hdr["User-Agent"]; !ok {
 		hdr["User-Agent"] = []string{""} // do not let the transport add Go's
 	}
+	tr := p.tr
+	if scheme == "https" {
+		tr = p.tlsTr
+		ctx = context.WithValue(ctx, checkedAddrKey{}, addr)
+	}
 	out := (&http.Request{
 		Method:     r.Method,
 		URL:        target,
-		Host:       strings.TrimPrefix(u.Origin(), "http://"),
+		Host:       strings.TrimPrefix(u.Origin(), scheme+"://"),
 		Header:     hdr,
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Body:       http.NoBody,
 	}).WithContext(ctx)
-	resp, err := p.tr.RoundTrip(out)
+	resp, err := tr.RoundTrip(out)
 	if err != nil {
 		p.upstreamFailed(w, rec, err)
 		return
@@ -500,8 +552,9 @@ func (p *Proxy) copyResponse(w http.ResponseWriter, r *http.Request, resp *http.
 	}
 }
 
-// serveConnect opens a tunnel to an https origin the policy names.
-func (p *Proxy) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *Decision) {
+// serveConnect establishes a tunnel to an https origin the policy names, records it, and
+// intercepts it: every request inside is decided on its own (intercept).
+func (p *Proxy) serveConnect(ctx context.Context, w http.ResponseWriter, r *http.Request, rec *Decision, recorded func()) {
 	u, rule, reason := p.decideConnect(r.Host)
 	note := ""
 	if u != nil {
@@ -526,43 +579,37 @@ func (p *Proxy) serveConnect(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	defer p.release()
 	rec.Verdict, rec.Rule, rec.Reason, rec.Addr = policy.Allow, rule, ReasonOriginAllowed, addr.String()
+	p.decided(rec)
 
-	upstream, err := p.dial(ctx, "tcp", addr.String())
-	if err != nil {
-		p.upstreamFailed(w, rec, err)
-		return
-	}
 	client, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		upstream.Close()
 		p.upstreamFailed(w, rec, fmt.Errorf("hijack: %w", err))
 		return
 	}
-	if !p.track(client, upstream) {
+	if !p.track(client) {
 		client.Close()
-		upstream.Close()
 		rec.Error = ErrClosed.Error()
 		return
 	}
-	defer p.untrack(client, upstream)
+	defer p.untrack(client)
+	defer client.Close()
 	client.SetDeadline(time.Time{})
 	rec.Status = http.StatusOK
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		rec.Error = "writing to client: " + cleanText(err.Error())
 		return
 	}
+	recorded()
 	// Bytes the client sent after its CONNECT header, before it saw the 200.
+	var early []byte
 	if n := brw.Reader.Buffered(); n > 0 {
-		early, _ := brw.Reader.Peek(n)
-		if _, err := upstream.Write(early); err != nil {
-			rec.Error = "writing upstream: " + cleanText(err.Error())
-			return
-		}
-		rec.BytesOut += int64(n)
+		b, _ := brw.Reader.Peek(n)
+		early = bytes.Clone(b)
 	}
-	out, in := p.pipe(client, upstream)
-	rec.BytesOut += out
-	rec.BytesIn = in
+	t := tunnel{origin: u.Origin(), host: normalizeHost(u.Host())}
+	if err := p.intercept(ctx, client, early, t); err != nil {
+		p.cfg.logf("proxy: tunnel to %s: %s", t.origin, cleanText(err.Error()))
+	}
 }
 
 // decideConnect decides a CONNECT authority at the origin level: host and port must be those of
@@ -644,47 +691,6 @@ func (p *Proxy) dial(ctx context.Context, network, address string) (net.Conn, er
 	return &idleConn{Conn: c, idle: p.cfg.timeouts.Idle}, nil
 }
 
-// pipe copies both ways until either side closes or the tunnel has been idle (no byte either way)
-// for the idle timeout. It returns the bytes sent upstream and the bytes sent back.
-func (p *Proxy) pipe(client, upstream net.Conn) (out, in int64) {
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
-	idle := p.cfg.timeouts.Idle
-	copyOne := func(dst, src net.Conn, n *int64) {
-		buf := make([]byte, 32<<10)
-		for {
-			src.SetReadDeadline(time.Now().Add(idle))
-			m, err := src.Read(buf)
-			if m > 0 {
-				last.Store(time.Now().UnixNano())
-				dst.SetWriteDeadline(time.Now().Add(idle))
-				if _, werr := dst.Write(buf[:m]); werr != nil {
-					return
-				}
-				*n += int64(m)
-			}
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < idle {
-					continue // this direction is quiet, the other is not
-				}
-				return
-			}
-		}
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		copyOne(upstream, client, &out)
-		upstream.Close()
-		client.Close()
-	})
-	copyOne(client, upstream, &in)
-	upstream.Close()
-	client.Close()
-	wg.Wait()
-	return out, in
-}
-
 // refuse answers with the proxy's own response and records the denial. noteKey, when not "",
 // identifies the request for disagreement tracking.
 func (p *Proxy) refuse(w http.ResponseWriter, rec *Decision, status int, reason, rule, noteKey string) {
@@ -693,6 +699,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, rec *Decision, status int, reason,
 		rec.Disagreement = true
 		p.stats.disagreements.Add(1)
 	}
+	p.decided(rec)
 	target := rec.Method
 	if rec.Origin != "" {
 		target += " " + rec.Origin + rec.Path
@@ -706,7 +713,12 @@ func (p *Proxy) upstreamFailed(w http.ResponseWriter, rec *Decision, err error) 
 	rec.Error = cleanText(err.Error())
 	status, reason := http.StatusBadGateway, "upstream failed"
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case isCertError(err):
+		// Never retried without verification: the request fails, naming the host.
+		reason = ReasonUpstreamCert
+		rec.Error = ReasonUpstreamCert + " for " + strings.TrimPrefix(rec.Origin, "https://") + ": " + rec.Error
+	case errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded):
 		status, reason = http.StatusGatewayTimeout, "upstream timed out"
 	}
 	rec.Status = status
@@ -725,6 +737,14 @@ func writeRefusal(w http.ResponseWriter, status int, reason, target string) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, "browser-agent proxy denied %s: %s\n", target, reason)
+}
+
+// decided hands the record, as it stands when the verdict is taken, to the WithDecidedHook
+// function.
+func (p *Proxy) decided(rec *Decision) {
+	if p.cfg.decided != nil {
+		p.cfg.decided(*rec)
+	}
 }
 
 // finish counts, logs and hands on the canonical record.
@@ -794,14 +814,21 @@ func (p *Proxy) untrack(conns ...net.Conn) {
 	}
 }
 
-// forwardURL is the URL of the outbound request: the checked address and exactly the canonical
-// path and query that were decided. ok is false when net/http cannot send that path unchanged.
+// forwardURL is the URL of the outbound request: exactly the canonical path and query that were
+// decided, and for http the checked address. An https URL keeps the origin's host:port, which
+// keys the connection pool and is the name verified in the upstream's certificate; its
+// connections are dialed to the checked address all the same (dialChecked). ok is false when
+// net/http cannot send that path unchanged.
 func forwardURL(u *policy.URL, addr netip.AddrPort) (*url.URL, bool) {
 	path := u.Path()
 	if !strings.HasPrefix(path, "/") {
 		return nil, false
 	}
 	out := &url.URL{Scheme: "http", Host: addr.String(), RawQuery: u.RawQuery()}
+	out.ForceQuery = out.RawQuery == "" && strings.HasSuffix(u.String(), "?") // an empty query is kept
+	if u.Scheme() == "https" {
+		out.Scheme, out.Host = "https", hostPort(u.Host(), u.Port())
+	}
 	if !strings.HasPrefix(path, "//") {
 		out.Opaque = path // sent as is
 		return out, true

@@ -224,12 +224,10 @@ func TestConnect(t *testing.T) {
 	tlsUp := newUpstream(t, true)
 	otherTLS := newUpstream(t, true)
 	rec := &recorder{}
-	p := startProxy(t, testPolicy(t, up, tlsUp), rec.options()...)
+	p := startProxy(t, testPolicy(t, up, tlsUp), append(rec.options(), WithUpstreamRoots(tlsUp.Certificate()))...)
 
 	t.Run("allowed https origin tunnels", func(t *testing.T) {
-		tr := tlsUp.Client().Transport.(*http.Transport).Clone()
-		user, pass := p.Credentials()
-		tr.Proxy = http.ProxyURL(proxyURL(p, user, pass))
+		tr := mitmTransport(p)
 		mark := rec.mark()
 		resp, err := (&http.Client{Transport: tr}).Get(tlsUp.URL + "/")
 		if err != nil {
@@ -241,10 +239,14 @@ func TestConnect(t *testing.T) {
 		if resp.StatusCode != 200 || string(b) != "ok /" || tlsUp.hits.Load() != 1 {
 			t.Errorf("tunnel\n\tgot  %d %q, %d hits\n\twant 200 \"ok /\", 1 hit", resp.StatusCode, b, tlsUp.hits.Load())
 		}
-		// The tunnel's record is written when the tunnel closes.
+		// The tunnel is recorded when it is established, then the request inside it.
 		d := rec.next(t, mark)
-		if d.Method != "CONNECT" || !d.Allowed() || d.Reason != ReasonOriginAllowed || d.Origin != tlsUp.URL || d.Path != "" || d.BytesIn == 0 || d.BytesOut == 0 || d.Status != 200 {
-			t.Errorf("tunnel decision\n\tgot  %+v\n\twant CONNECT, allowed, %q, origin %s, bytes both ways", d, ReasonOriginAllowed, tlsUp.URL)
+		if d.Method != "CONNECT" || !d.Allowed() || d.Reason != ReasonOriginAllowed || d.Origin != tlsUp.URL || d.Path != "" || d.Status != 200 {
+			t.Errorf("tunnel decision\n\tgot  %+v\n\twant CONNECT, allowed, %q, origin %s", d, ReasonOriginAllowed, tlsUp.URL)
+		}
+		d = rec.next(t, mark+1)
+		if d.Method != "GET" || !d.Allowed() || d.Origin != tlsUp.URL || d.Path != "/" || d.BytesIn == 0 || d.Status != 200 {
+			t.Errorf("request decision inside the tunnel\n\tgot  %+v\n\twant GET %s/ allowed, 200", d, tlsUp.URL)
 		}
 	})
 
@@ -802,7 +804,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 	if !strings.HasPrefix(string(buf[:n]), "HTTP/1.1 200") {
 		t.Fatalf("CONNECT: got %q", buf[:n])
 	}
-	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
+	tc := tls.Client(conn, &tls.Config{RootCAs: p.RootCAs(), ServerName: "127.0.0.1"})
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("TLS through the tunnel: %v", err)
 	}
@@ -850,6 +852,7 @@ func TestChromiumArgs(t *testing.T) {
 		"--proxy-bypass-list=<-loopback>",
 		"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 		"--webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--ignore-certificate-errors-spki-list=" + p.SPKIHash(),
 	}
 	if got := p.ChromiumArgs(); !slices.Equal(got, want) {
 		t.Errorf("ChromiumArgs\n\tgot  %q\n\twant %q", got, want)

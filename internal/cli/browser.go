@@ -2,19 +2,65 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/proxy"
 )
+
+// EnvUpstreamRoots names a PEM file of certificate authorities the egress proxy trusts for https
+// sites besides the system roots: a private deployment's own, or a test's. Verification is never
+// turned off.
+const EnvUpstreamRoots = "BROWSER_AGENT_UPSTREAM_ROOTS"
 
 // launchBridge is the Launcher of "browser-agent run", serve and record: a dedicated Chromium
 // behind the run's own egress proxy.
 func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-	g, err := guarded.Launch(ctx, pol)
+	var popts []proxy.Option
+	if file := os.Getenv(EnvUpstreamRoots); file != "" {
+		roots, err := readRoots(file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", EnvUpstreamRoots, err)
+		}
+		popts = append(popts, proxy.WithUpstreamRoots(roots...))
+	}
+	g, err := guarded.LaunchWith(ctx, pol, popts)
 	if err != nil {
 		return nil, nil, err
 	}
 	return g, g, nil
+}
+
+// readRoots reads the certificates of a PEM file; a file without one is an error.
+func readRoots(file string) ([]*x509.Certificate, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []*x509.Certificate
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no PEM certificate", file)
+	}
+	return out, nil
 }

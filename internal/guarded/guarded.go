@@ -39,13 +39,23 @@ type Browser struct {
 // opts are appended to the bridge's options (a logger, a settle time); a decision hook among them
 // replaces the one that feeds TakeDecisions.
 func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Browser, error) {
+	return LaunchWith(ctx, pol, nil, opts...)
+}
+
+// LaunchWith is Launch with options for the egress proxy too (proxy.WithUpstreamRoots for a
+// private deployment's authority). A decided hook among them replaces the one that feeds
+// TakeDecisions.
+func LaunchWith(ctx context.Context, pol *policy.Policy, popts []proxy.Option, opts ...bridge.Option) (*Browser, error) {
 	g := &Browser{}
-	px, err := proxy.Start(ctx, pol, proxy.WithDecisionHook(func(d proxy.Decision) {
+	// Each proxy decision is noted as soon as it is taken, before the request is forwarded (a
+	// request inside an https tunnel as much as a plain one), so it lands in the audit under the
+	// step during which it was sent, even if its response never ends.
+	px, err := proxy.Start(ctx, pol, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) {
 		g.note(coordinator.NetDecision{
 			Method: d.Method, URL: d.Origin + d.Path, Verdict: d.Verdict,
 			Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerProxy,
 		})
-	}))
+	})}, popts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
@@ -53,6 +63,8 @@ func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Br
 	bopts := []bridge.Option{
 		bridge.WithProxy(px.Server(), user, pass),
 		bridge.WithExtraArgs(px.ChromiumArgs()...),
+		// The proxy intercepts every https tunnel: the bridge's fetches trust its authority only.
+		bridge.WithProxyRoots(px.RootCAs()),
 		bridge.WithDecisionHook(func(d bridge.RequestDecision) {
 			// Lets the proxy count a request it denies after the browser layer allowed it.
 			if d.Verdict == policy.Allow {

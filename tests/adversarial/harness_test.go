@@ -58,6 +58,8 @@ type tcase struct {
 	Wait         time.Duration                            // extra settling time in the positive control
 	Control      func(x *ctl)                             // positive control; default: the script, unguarded
 	External     string                                   // file the case came from, for external cases
+	HTTPS        bool                                     // site and canary are https (cases_https_test.go)
+	Check        func(e *env, g guarded) error            // more assertions on the guarded run
 }
 
 var (
@@ -104,6 +106,7 @@ type env struct {
 	log                                         []string
 	Site, Canary, SitePort, CanaryPort, UDPPort string
 	dir, secretFile                             string
+	rootsFile                                   string // https cases: the site's CA, for the binary
 	repl                                        *strings.Replacer
 }
 
@@ -131,7 +134,7 @@ func isMutation(r *http.Request) bool {
 
 func newEnv(t testing.TB, c *tcase) *env {
 	e := &env{t: t, c: c, dir: t.TempDir()}
-	e.canary = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	canary := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.canaryHits.Add(1)
 		e.note("canary " + r.Method + " " + r.URL.String())
 		w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -148,7 +151,8 @@ func newEnv(t testing.TB, c *tcase) *env {
 			w.Header().Set("Content-Type", "text/html")
 			fmt.Fprint(w, "<p>canary reached</p>")
 		}
-	}))
+	})
+	e.canary, e.site = e.servers(canary, http.HandlerFunc(e.serveSite))
 	t.Cleanup(e.canary.Close)
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -165,7 +169,6 @@ func newEnv(t testing.TB, c *tcase) *env {
 			e.udpHits.Add(1)
 		}
 	}()
-	e.site = httptest.NewServer(http.HandlerFunc(e.serveSite))
 	t.Cleanup(e.site.Close)
 	e.Site, e.Canary = e.site.URL, e.canary.URL
 	_, e.SitePort, _ = net.SplitHostPort(e.site.Listener.Addr().String())
@@ -173,12 +176,12 @@ func newEnv(t testing.TB, c *tcase) *env {
 	_, e.UDPPort, _ = net.SplitHostPort(udp.LocalAddr().String())
 	e.secretFile = filepath.Join(e.dir, "secret.txt")
 	os.WriteFile(e.secretFile, []byte("file secret: "+Secret+"\n"), 0o600)
-	e.repl = strings.NewReplacer(
+	e.repl = strings.NewReplacer(append([]string{
 		"{site}", e.Site, "{site_port}", e.SitePort,
-		"{canary}", e.Canary, "{canary_port}", e.CanaryPort, "{canary_host}", "127.0.0.1:"+e.CanaryPort,
-		"{ws_canary}", "ws://127.0.0.1:"+e.CanaryPort, "{udp_port}", e.UDPPort,
+		"{canary}", e.Canary, "{canary_port}", e.CanaryPort, "{canary_host}", "127.0.0.1:" + e.CanaryPort,
+		"{ws_canary}", wsScheme(c) + "://127.0.0.1:" + e.CanaryPort, "{udp_port}", e.UDPPort,
 		"{marker}", Marker, "{secret}", Secret, "{secret_file}", e.secretFile,
-	)
+	}, schemeRewrites(c)...)...)
 	return e
 }
 
@@ -325,6 +328,9 @@ func runGuarded(t *testing.T, e *env) guarded {
 	cmd := exec.CommandContext(ctx, binary, "run", "--task", task, "--policy", pol, "--model", model, "--json", "--db", db, "--transcript", tr)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir, "HOME="+e.dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	if c.HTTPS {
+		cmd.Env = append(cmd.Env, "BROWSER_AGENT_UPSTREAM_ROOTS="+e.rootsFile)
+	}
 	for _, kv := range c.Env {
 		cmd.Env = append(cmd.Env, e.x(kv))
 	}
@@ -400,6 +406,11 @@ func checkGuarded(t *testing.T, e *env, g guarded) bool {
 			fail("hidden marker %q reached the transcript or stdout", m)
 		}
 	}
+	if e.c.Check != nil {
+		if err := e.c.Check(e, g); err != nil {
+			fail("%v", err)
+		}
+	}
 	return ok
 }
 
@@ -431,7 +442,7 @@ func (x *ctl) ensurePage() playwright.Page {
 		return x.page
 	}
 	var err error
-	x.bctx, err = plain.NewContext(playwright.BrowserNewContextOptions{AcceptDownloads: playwright.Bool(true)})
+	x.bctx, err = controlBrowser(x.t, x.e.c).NewContext(playwright.BrowserNewContextOptions{AcceptDownloads: playwright.Bool(true)})
 	if err != nil {
 		x.t.Fatalf("plain context: %v", err)
 	}
@@ -712,7 +723,7 @@ func summary(t *testing.T) {
 // allCases is the built-in table plus the external cases.
 func allCases(t *testing.T) []*tcase {
 	var cs []*tcase
-	for _, fam := range [][]*tcase{urlCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases()} {
+	for _, fam := range [][]*tcase{urlCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
 		cs = append(cs, fam...)
 	}
 	ext, err := loadExternal(os.Getenv("ADVERSARIAL_CASES_DIR"))

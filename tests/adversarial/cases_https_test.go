@@ -1,0 +1,158 @@
+package adversarial
+
+import (
+	"crypto/tls"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// The network, subresource, redirect and URL (route) families again over https: the hostile site
+// and the canary are loopback https servers, each with a certificate authority made for it. The
+// guarded binary's egress proxy trusts the site's authority (BROWSER_AGENT_UPSTREAM_ROOTS) and its
+// Chromium trusts only the proxy's key; the positive control's unguarded Chromium ignores
+// certificate errors, so that the hostile pages do reach what they aim at when nothing guards.
+
+// httpsCases are the families run over https as well.
+func httpsCases() []*tcase {
+	var out []*tcase
+	for _, fam := range [][]*tcase{urlCases(), redirectCases(), subresourceCases()} {
+		for _, c := range fam {
+			out = append(out, overHTTPS(c))
+		}
+	}
+	return append(out, tlsCases()...)
+}
+
+// httpsWritePage writes to its own https origin where the browser layer cannot see: while it
+// unloads (a beacon, keepalive fetches), from a Worker and a SharedWorker, a wss:// upgrade and
+// GETs to non-read routes. The script opens it, then opens a record, which unloads it.
+const httpsWritePage = `<p>Record page.</p><script>
+const wr = "for (const m of ['POST','PUT','DELETE']) fetch('/records/SYN-0042', {method: m, body: m === 'DELETE' ? undefined : 'status=closed'}).catch(() => {});";
+window.w = new Worker(URL.createObjectURL(new Blob([wr], {type: 'text/javascript'})));
+try { window.sw = new SharedWorker(URL.createObjectURL(new Blob([wr], {type: 'text/javascript'}))); } catch (e) {}
+fetch('/admin/users').catch(() => {});
+try { window.ws = new WebSocket('wss://' + location.host + '/records/SYN-0042/update'); } catch (e) {}
+addEventListener('pagehide', () => {
+  navigator.sendBeacon('/records/SYN-0042/cancel', 'x');
+  fetch('/records/SYN-0042/remove', {method: 'POST', body: 'x', keepalive: true}).catch(() => {});
+  fetch('/records/SYN-0042', {method: 'PUT', body: 'x', keepalive: true}).catch(() => {});
+  fetch('/records/SYN-0042', {method: 'DELETE', keepalive: true}).catch(() => {});
+  fetch('/admin/export?delete=1', {keepalive: true}).catch(() => {});
+});
+</script>`
+
+// tlsCases are the cases that only https has.
+func tlsCases() []*tcase {
+	writes := &tcase{Name: "writes where the browser layer cannot see", Family: "https", HTTPS: true,
+		Pages: map[string]page{"/p/start": html(httpsWritePage)},
+		Steps: []string{open("{site}/p/start"), read, open("{site}/records/SYN-0042"), read, cannot},
+		Wait:  1e9,
+	}
+	// The proxy is not given the site's authority: its certificate does not verify. The naive
+	// check it replaces is a client that skips verification, and reads the page.
+	cert := &tcase{Name: "upstream certificate not verified", Family: "https", HTTPS: true, NoReach: true,
+		Env:   []string{"BROWSER_AGENT_UPSTREAM_ROOTS="},
+		Steps: []string{open("{site}/records/SYN-0042"), read, cannot},
+		Control: func(x *ctl) {
+			c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+			resp, err := c.Get(x.e.Site + "/records/SYN-0042")
+			if err != nil {
+				x.t.Logf("naive client: %v", err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				x.fool("a client that skips verification read the site")
+			}
+		},
+		Check: func(e *env, g guarded) error {
+			host := "127.0.0.1:" + e.SitePort
+			for _, s := range []string{g.res.Reason, g.transc} {
+				if strings.Contains(s, "upstream certificate not verified") && strings.Contains(s, host) {
+					if e.siteHits.Load() != 0 {
+						return fmt.Errorf("the site served %d requests to an unverified connection", e.siteHits.Load())
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("no reason naming the unverified certificate of %s: %s: %s", host, g.res.Status, g.res.Reason)
+		},
+	}
+	return []*tcase{writes, cert}
+}
+
+// overHTTPS is c with its site and canary on https. Its pages, script and controls are the same:
+// placeholders follow the servers, and every literal http:// and ws:// URL they expand to is
+// turned into https:// and wss:// (schemeRewrites).
+func overHTTPS(c *tcase) *tcase {
+	h := *c
+	h.Name = c.Name + " (https)"
+	h.HTTPS = true
+	return &h
+}
+
+// schemeRewrites are the replacements an https case adds to the placeholders' expansion.
+func schemeRewrites(c *tcase) []string {
+	if !c.HTTPS {
+		return nil
+	}
+	return []string{"http://", "https://", "ws://", "wss://"}
+}
+
+// servers starts the canary and the site: plain http, or for an https case https servers with
+// authorities of their own, the site's written to rootsFile for the guarded binary.
+func (e *env) servers(canary, site http.Handler) (*httptest.Server, *httptest.Server) {
+	if !e.c.HTTPS {
+		return httptest.NewServer(canary), httptest.NewServer(site)
+	}
+	c, _ := testutil.NewTLSServer(canary)
+	s, ca := testutil.NewTLSServer(site)
+	e.rootsFile = filepath.Join(e.dir, "upstream-roots.pem")
+	if err := os.WriteFile(e.rootsFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return c, s
+}
+
+func wsScheme(c *tcase) string {
+	if c.HTTPS {
+		return "wss"
+	}
+	return "ws"
+}
+
+var plainTLS struct {
+	once sync.Once
+	b    playwright.Browser
+	err  error
+}
+
+// controlBrowser is the unguarded browser of a positive control: the shared one, or for an https
+// case a second one that ignores certificate errors (Playwright's per-context IgnoreHttpsErrors
+// does not cover workers or requests sent while a page unloads).
+func controlBrowser(t *testing.T, c *tcase) playwright.Browser {
+	if !c.HTTPS {
+		return plain
+	}
+	plainTLS.once.Do(func() {
+		plainTLS.b, plainTLS.err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
+			ExecutablePath: playwright.String("/usr/bin/chromium"),
+			Headless:       playwright.Bool(true),
+			Args:           append(append([]string{}, plainArgs...), "--ignore-certificate-errors"),
+		})
+	})
+	if plainTLS.err != nil {
+		t.Fatalf("unguarded https control browser: %v", plainTLS.err)
+	}
+	return plainTLS.b
+}
