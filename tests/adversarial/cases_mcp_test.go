@@ -97,6 +97,9 @@ func runMCP(t *testing.T, e *env) guarded {
 	cmd := exec.CommandContext(ctx, binary, "mcp", "--policy", pol, "--db", db)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir, "HOME="+e.dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	if e.c.HTTPS {
+		cmd.Env = append(cmd.Env, "BROWSER_AGENT_UPSTREAM_ROOTS="+e.rootsFile)
+	}
 	for _, kv := range e.c.Env {
 		cmd.Env = append(cmd.Env, e.x(kv))
 	}
