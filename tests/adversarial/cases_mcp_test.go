@@ -296,6 +296,7 @@ func TestMCPCaseTable(t *testing.T) {
 	for _, c := range cs {
 		got[c.Family]++
 	}
+	t.Logf("%d cases through MCP: %v", len(cs), got)
 	if len(cs) < 30 {
 		t.Errorf("%d cases through MCP, want at least 30", len(cs))
 	}
