@@ -42,6 +42,8 @@ const (
 	FieldCompletionTokens = "completion_tokens"
 	FieldCostUSD          = "cost_usd"
 	FieldSimulated        = "simulated"
+	FieldPID              = "pid"        // the process that runs it, for crash recovery
+	FieldProcStart        = "proc_start" // that process's start marker (see ProcessMarker)
 	FieldKind             = "kind"
 	FieldClient           = "client"
 
@@ -56,6 +58,7 @@ const (
 	FieldLayer         = "layer"
 	FieldDurationMS    = "duration_ms"
 	FieldBytesReturned = "bytes_returned"
+	FieldRecordedAt    = "recorded_at" // when the step was committed
 
 	// spend
 	FieldDay = "day"
@@ -76,8 +79,13 @@ const (
 	KindMCP = "mcp" // the tool calls of one MCP client session
 )
 
-// StatusRunning is the status BeginRun records when the Run gives none.
+// StatusRunning is the status BeginRun records when the Run gives none. It is the only status
+// that is not terminal: every other status is how a run ended.
 const StatusRunning = "running"
+
+// StatusInterrupted is the status of a run that a signal or a shutdown ended, and of a run whose
+// process ended without recording its end (RecoverCrashed, reason ReasonCrashed...).
+const StatusInterrupted = "interrupted"
 
 // Length bounds, in bytes, of stored text fields. Longer values are cut at a UTF-8 boundary.
 const (
@@ -125,8 +133,12 @@ type Run struct {
 	CompletionTokens int       `json:"completion_tokens"`
 	CostUSD          float64   `json:"cost_usd"`
 	Simulated        bool      `json:"simulated"`
-	Kind             string    `json:"kind"`   // KindRun or KindMCP; "" means KindRun
-	Client           string    `json:"client"` // for KindMCP: the client's name and version
+	// PID and ProcStart name the process that runs it; BeginRun fills in the calling process when
+	// PID is 0. A run left running by a process that no longer exists is recovered at the next Open.
+	PID       int    `json:"pid"`
+	ProcStart string `json:"proc_start"`
+	Kind      string `json:"kind"`   // KindRun or KindMCP; "" means KindRun
+	Client    string `json:"client"` // for KindMCP: the client's name and version
 }
 
 // Step is one tool call of a run and the decision on it: the canonical step record.
@@ -147,6 +159,7 @@ type Step struct {
 	Layer         string        `json:"layer"`
 	Duration      time.Duration `json:"-"` // stored and marshalled as duration_ms
 	BytesReturned int           `json:"bytes_returned"`
+	RecordedAt    time.Time     `json:"recorded_at"` // set by AddStep: when the step was committed
 }
 
 // MarshalJSON writes the step as it would be stored: sanitized, without URL, with duration_ms.
@@ -268,7 +281,13 @@ var migrations = []string{
 	);
 	CREATE INDEX spend_day ON spend (day);`,
 
-	// 3: the kind of a run (run or mcp) and, for mcp, the client that made the calls.
+	// 3: write ahead: the process that runs a run, and when each step was committed.
+	`ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN proc_start TEXT NOT NULL DEFAULT '';
+	ALTER TABLE steps ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
+	CREATE INDEX runs_status ON runs (status);`,
+
+	// 4: the kind of a run (run or mcp) and, for mcp, the client that made the calls.
 	`ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';
 	ALTER TABLE runs ADD COLUMN client TEXT NOT NULL DEFAULT '';`,
 }
@@ -284,8 +303,9 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // Store is an open audit database. It is safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	path string
+	db        *sql.DB
+	path      string
+	recovered []Run // the runs Open's RecoverCrashed ended
 }
 
 // Open opens the audit database at path, creating it and its parent directory when missing, and
@@ -314,7 +334,7 @@ func Open(path string) (*Store, error) {
 		// Create the file owner-only; SQLite gives its -wal and -shm files the same mode.
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("audit: open %s: %w", path, err)
+			return nil, &WriteError{Path: path, Op: "open", Err: err}
 		}
 		f.Close()
 		dsn = fileURI(path) + "?" + params
@@ -328,6 +348,10 @@ func Open(path string) (*Store, error) {
 	}
 	s := &Store{db: db, path: path}
 	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, s.writeError("open", err)
+	}
+	if s.recovered, err = s.RecoverCrashed(context.Background()); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -376,6 +400,9 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Recovered returns the runs that Open found left running by a dead process and ended.
+func (s *Store) Recovered() []Run { return s.recovered }
 
 // Path is the absolute path of the database file (":memory:" for an in-memory store).
 func (s *Store) Path() string { return s.path }
@@ -431,13 +458,13 @@ func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 var runColumns = []string{
 	FieldID, FieldStartedAt, FieldFinishedAt, FieldRecordID, FieldPreset, FieldModel, FieldStatus,
 	FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD, FieldSimulated,
-	FieldKind, FieldClient,
+	FieldPID, FieldProcStart, FieldKind, FieldClient,
 }
 
 // stepColumns are the steps columns in insert and scan order.
 var stepColumns = []string{
 	FieldRunID, FieldN, FieldTool, FieldOrigin, FieldPath, FieldVerdict, FieldRule, FieldReason,
-	FieldLayer, FieldDurationMS, FieldBytesReturned,
+	FieldLayer, FieldDurationMS, FieldBytesReturned, FieldRecordedAt,
 }
 
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
@@ -485,12 +512,18 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	if r.Status == "" {
 		r.Status = StatusRunning
 	}
+	if r.PID == 0 {
+		r.PID, r.ProcStart = os.Getpid(), ProcessMarker(os.Getpid())
+	}
 	r = cleanRun(r)
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		r.ID, formatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
-		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.Kind, r.Client)
+		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.PID, r.ProcStart, r.Kind, r.Client)
 	if err != nil {
+		if werr := s.writeError("begin run", err); werr != err {
+			return "", werr
+		}
 		return "", fmt.Errorf("audit: begin run %s: %w", r.ID, err)
 	}
 	return r.ID, nil
@@ -515,10 +548,13 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 	q := "INSERT INTO steps (" + strings.Join(stepColumns, ", ") + ") VALUES (" + placeholders(len(stepColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		c.RunID, c.N, c.Tool, c.Origin, c.Path, c.Verdict, c.Rule, c.Reason,
-		c.Layer, c.Duration.Milliseconds(), c.BytesReturned)
+		c.Layer, c.Duration.Milliseconds(), c.BytesReturned, formatTime(time.Now()))
 	if err != nil {
 		if isForeignKey(err) {
 			return fmt.Errorf("audit: add step %s/%d: %w", st.RunID, st.N, ErrNotFound)
+		}
+		if werr := s.writeError("add step", err); werr != err {
+			return werr
 		}
 		return fmt.Errorf("audit: add step %s/%d: %w", st.RunID, st.N, err)
 	}
@@ -551,6 +587,9 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 		formatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
 		r.CostUSD, r.Simulated, r.ID)
 	if err != nil {
+		if werr := s.writeError("finish run", err); werr != err {
+			return werr
+		}
 		return fmt.Errorf("audit: finish run %s: %w", r.ID, err)
 	}
 	n, err := res.RowsAffected()
@@ -572,9 +611,10 @@ func scanRun(sc scanner) (Run, error) {
 		finished          sql.NullString
 		simulated         int
 		steps, prom, comp int64
+		pid               int64
 	)
 	if err := sc.Scan(&r.ID, &started, &finished, &r.RecordID, &r.Preset, &r.Model, &r.Status,
-		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &r.Kind, &r.Client); err != nil {
+		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &pid, &r.ProcStart, &r.Kind, &r.Client); err != nil {
 		return Run{}, err
 	}
 	var err error
@@ -588,6 +628,7 @@ func scanRun(sc scanner) (Run, error) {
 	}
 	r.StepCount, r.PromptTokens, r.CompletionTokens = int(steps), int(prom), int(comp)
 	r.Simulated = simulated != 0
+	r.PID = int(pid)
 	return r, nil
 }
 
@@ -642,10 +683,14 @@ func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 		var (
 			st       Step
 			n, b, ms int64
+			at       string
 		)
 		if err := rows.Scan(&st.RunID, &n, &st.Tool, &st.Origin, &st.Path, &st.Verdict, &st.Rule,
-			&st.Reason, &st.Layer, &ms, &b); err != nil {
+			&st.Reason, &st.Layer, &ms, &b, &at); err != nil {
 			return Run{}, nil, fmt.Errorf("audit: run %s: steps: %w", id, err)
+		}
+		if at != "" { // steps written before schema 3 have no time
+			st.RecordedAt, _ = parseTime(at)
 		}
 		st.N, st.BytesReturned, st.Duration = int(n), int(b), time.Duration(ms)*time.Millisecond
 		steps = append(steps, st)

@@ -149,11 +149,13 @@ func TestRunRoundTrip(t *testing.T) {
 		{RunID: id, N: 2, Tool: "open", URL: "http://evil.example/", Verdict: "deny",
 			Reason: "host not allowed", Layer: LayerProxy, Duration: 3 * time.Millisecond},
 	}
+	before := time.Now()
 	for _, st := range steps {
 		if err := s.AddStep(ctx, st); err != nil {
 			t.Fatalf("AddStep(%d): %v", st.N, err)
 		}
 	}
+	after := time.Now()
 	end := start.Add(42 * time.Second)
 	fin := Run{ID: id, FinishedAt: end, Status: "answered", Reason: "evidence backs every value", StepCount: 2,
 		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true}
@@ -167,7 +169,8 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	wantRun := Run{ID: id, StartedAt: start.UTC(), FinishedAt: end.UTC(), RecordID: "R-1042", Preset: "demo",
 		Model: "openai:gpt-4.1-mini", Status: "answered", Reason: "evidence backs every value", StepCount: 2,
-		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true, Kind: KindRun}
+		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true,
+		PID: os.Getpid(), ProcStart: ProcessMarker(os.Getpid()), Kind: KindRun}
 	if !reflect.DeepEqual(gotRun, wantRun) {
 		t.Errorf("Run:\n\tgot  %+v\n\twant %+v", gotRun, wantRun)
 	}
@@ -179,6 +182,13 @@ func TestRunRoundTrip(t *testing.T) {
 			Rule: `write word "delete" in path`, Reason: "write word in url", Layer: LayerPolicy},
 		{RunID: id, N: 2, Tool: "open", Origin: "http://evil.example", Path: "/", Verdict: "deny",
 			Reason: "host not allowed", Layer: LayerProxy, Duration: 3 * time.Millisecond},
+	}
+	for i := range gotSteps {
+		// Each step carries the time it was committed; the rest is compared exactly.
+		if at := gotSteps[i].RecordedAt; at.Before(before.Add(-time.Microsecond)) || at.After(after) {
+			t.Errorf("steps[%d].RecordedAt:\n\tgot  %v\n\twant between %v and %v", i, at, before, after)
+		}
+		gotSteps[i].RecordedAt = time.Time{}
 	}
 	if !reflect.DeepEqual(gotSteps, wantSteps) {
 		t.Errorf("steps:\n\tgot  %+v\n\twant %+v", gotSteps, wantSteps)

@@ -191,7 +191,7 @@ var (
 )
 
 // agentBinary builds cmd/browser-agent once per test binary, into a temporary directory.
-func agentBinary(b *testing.B) string {
+func agentBinary(b testing.TB) string {
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "bench-browser-agent-")
 		if err != nil {

@@ -24,6 +24,7 @@ type fetched struct {
 	body      []byte
 	truncated bool
 	hops      []Hop
+	release   func() // the fulfil gate, when the body took it (budget.go)
 }
 
 // fetcher makes the bridge's own requests: the browser never fetches a document or a
@@ -102,14 +103,22 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
+		brd := RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops)}
+		if e := s.budget.admit(); e != nil {
+			s.budgetDenied(brd, e)
+			return &fetched{hops: hops}, e
+		}
 		resp, err := f.do(ctx, method, cur, hdr)
+		if e := s.budgetResponse(resp, brd); e != nil {
+			return &fetched{hops: hops}, e
+		}
 		if err != nil {
 			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
 				Verdict: policy.Deny, Reason: ReasonFetchFailed})
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", redactURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
-			body, truncated, err := readCapped(resp.Body, f.cap)
+			body, truncated, release, err := s.readBody(ctx, resp, f.cap)
 			resp.Body.Close()
 			if err != nil {
 				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", redactURL(cur), err)
@@ -117,7 +126,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			if method == http.MethodHead {
 				body = nil
 			}
-			return &fetched{url: cur, status: resp.StatusCode, header: resp.Header, body: body, truncated: truncated, hops: hops}, nil
+			return &fetched{url: cur, status: resp.StatusCode, header: resp.Header, body: body, truncated: truncated, hops: hops, release: release}, nil
 		}
 		loc := resp.Header.Get("Location")
 		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
@@ -251,10 +260,28 @@ func exactURL(rawURL string, viaProxy bool) (*url.URL, error) {
 	return u, nil
 }
 
-func readCapped(r io.Reader, limit int64) ([]byte, bool, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, false, err
+// readCapped reads at most limit bytes of r, and reports whether there was more. size, when not
+// negative, is the length the response declared: the buffer is made that large at once (never
+// over the limit) rather than grown by copies.
+func readCapped(r io.Reader, limit, size int64) ([]byte, bool, error) {
+	c := int64(32 << 10)
+	if size >= 0 {
+		c = size + 1 // room to read EOF without growing
+	}
+	b := make([]byte, 0, min(c, limit+1))
+	lr := io.LimitReader(r, limit+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
 	if int64(len(b)) > limit {
 		return b[:limit], true, nil
@@ -314,6 +341,11 @@ func (s *Session) handleRoute(r playwright.Route) {
 		deny(ReasonClosed)
 		return
 	}
+	if e := s.budget.spentErr(); e != nil {
+		s.budgetDenied(rd, e)
+		abort()
+		return
+	}
 	if frame == FramePopup {
 		deny(ReasonPopup)
 		return
@@ -358,9 +390,26 @@ func (s *Session) handleRoute(r playwright.Route) {
 		abort()
 		return
 	}
-	s.record(rd)
+	if e := s.budget.pageRequest(); e != nil {
+		s.budgetDenied(rd, e)
+		abort()
+		return
+	}
 	ctx, cancel := s.requestContext()
 	defer cancel()
+	release, err := s.budget.acquire(ctx)
+	if err != nil {
+		if e, ok := IsBudget(err); ok {
+			s.budgetDenied(rd, e)
+		} else {
+			rd.Verdict, rd.Rule, rd.Reason = policy.Deny, "", ReasonSlotTimeout
+			s.record(rd)
+		}
+		abort()
+		return
+	}
+	defer release()
+	s.record(rd)
 	hdr := http.Header{}
 	for _, k := range forwardHeaders {
 		if v, ok := req.Headers()[k]; ok {
@@ -379,6 +428,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 // would follow it where no route sees the next hop.
 func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if f == nil || isRedirect(f.status) || f.status < 100 {
+		f.dropGate()
 		_ = r.Abort("blockedbyclient")
 		return
 	}
@@ -393,6 +443,12 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if headers["content-type"] == "" && rtype == "document" {
 		headers["content-type"] = "text/plain; charset=utf-8"
 	}
+	release := s.gateFor(f)
+	if release == nil {
+		_ = r.Abort("blockedbyclient")
+		return
+	}
+	defer release()
 	status := f.status
 	if err := r.Fulfill(playwright.RouteFulfillOptions{Status: &status, Headers: headers, Body: f.body}); err != nil {
 		s.cfg.logf("bridge: fulfil %s: %v", redactURL(f.url), err)

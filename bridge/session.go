@@ -55,6 +55,7 @@ type Session struct {
 	page    playwright.Page
 	profile string
 	fetcher *fetcher
+	budget  *budget
 	sink    *sink
 	world   string // name of the reader's isolated world
 	version string
@@ -126,7 +127,8 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8)}
+	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8),
+		budget: newBudget(pol.Limits(), cfg.bodyCap)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
@@ -296,6 +298,9 @@ func isDescendant(pid, ancestor int) bool {
 // Version is the launched Chromium's version.
 func (s *Session) Version() string { return s.version }
 
+// PID is the process id of the session's Chromium; 0 when it is not known.
+func (s *Session) PID() int { return s.pid }
+
 // Decisions returns a copy of the session's request decisions, oldest first (at most the last
 // 4096).
 func (s *Session) Decisions() []RequestDecision {
@@ -335,11 +340,8 @@ func (s *Session) usable() error {
 	}
 }
 
-// Open decides url and, when it is allowed, fetches it hop by hop (deciding every redirect as a
-// new navigation), hands the final response to the browser and reads the page. A denial of url
-// itself is a *DeniedError with Hop 0 and happens before any browser work. A page with a
-// credential field returns only URL and Status, and ErrCredentialRequired.
-func (s *Session) Open(ctx context.Context, url string) (Page, error) {
+// open is Open without the budget's last word.
+func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if err := s.usable(); err != nil {
 		return Page{}, fmt.Errorf("open: %w", err)
 	}
@@ -361,7 +363,13 @@ func (s *Session) Open(ctx context.Context, url string) (Page, error) {
 	s.cur = nil
 	s.mu.Unlock()
 
+	release, err := s.budget.acquire(ctx)
+	if err != nil {
+		return Page{URL: d.URL}, fmt.Errorf("open %s: %w", redactURL(d.URL), err)
+	}
 	f, err := s.fetcher.chain(ctx, s, http.MethodGet, d.URL, documentHeaders(s.ua), "document", FrameMain)
+	release()
+	f.dropGate() // the document is handed over later, through the route
 	if err != nil {
 		p := Page{URL: d.URL}
 		if f != nil {
@@ -378,6 +386,7 @@ func (s *Session) Open(ctx context.Context, url string) (Page, error) {
 	s.pending = &pendingNav{url: f.url, resp: f}
 	s.frameNavs = 0
 	s.mu.Unlock()
+	s.budget.newPage()
 	_, gerr := s.page.Goto(f.url, playwright.PageGotoOptions{
 		Timeout:   playwright.Float(msUntil(deadlineOf(ctx))),
 		WaitUntil: playwright.WaitUntilStateCommit,
@@ -497,6 +506,9 @@ func (s *Session) withPage(ctx context.Context, op string, f func(ctx context.Co
 	defer s.op.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
 	defer cancel()
+	if e := s.budget.spentErr(); e != nil {
+		return fmt.Errorf("%s: %w", op, e)
+	}
 	st, err := s.current(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)

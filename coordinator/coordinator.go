@@ -61,7 +61,21 @@ const (
 	StatusHuman     Status = "human_action_required" // a credential page: a person must take over
 	StatusRejected  Status = "rejected"              // bad task, unapproved model or bad policy; nothing ran
 	StatusError     Status = "error"                 // the program, the model or the audit store failed
+	// StatusInterrupted: a signal or a shutdown ended the run (see Interrupt), or, in the audit
+	// store, its process ended before its end was recorded (reason "crashed: ...").
+	StatusInterrupted Status = "interrupted"
 )
+
+// Interrupt is the cause to cancel a run's context with (context.WithCancelCause) to end the run
+// interrupted: the browser is closed and the end recorded, with reason "interrupted: " + Why.
+type Interrupt struct {
+	Why string // e.g. "SIGTERM received" or "the server is stopping"
+}
+
+func (e *Interrupt) Error() string { return "interrupted: " + e.Why }
+
+// Launcher starts the browser a run drives and returns it with what stops it.
+type Launcher func(ctx context.Context) (Browser, io.Closer, error)
 
 // Layers name what decided a step. They are the audit store's layers.
 const (
@@ -247,6 +261,10 @@ type RunArgs struct {
 	// EndOnDenial ends the run blocked at the first denied or refused tool call instead of
 	// returning the denial to the model. The simulated presets set it.
 	EndOnDenial bool
+	// Launch starts the browser when Browser is nil. Run calls it after the run is recorded as
+	// running (write ahead: the audit knows of every browser), and closes what it returns before
+	// the end of the run is recorded.
+	Launch Launcher
 }
 
 // Reject records and returns a run that was rejected before any browser or model work: a bad
@@ -259,6 +277,12 @@ func (c *Coordinator) Reject(ctx context.Context, a RunArgs, reason string) Resu
 // could not be launched. reason names what failed.
 func (c *Coordinator) Fail(ctx context.Context, a RunArgs, reason string) Result {
 	return c.end(ctx, a, StatusError, reason)
+}
+
+// Interrupted records and returns a run that an interrupt (a signal, a shutdown) ended before any
+// browser or model work.
+func (c *Coordinator) Interrupted(ctx context.Context, a RunArgs, in *Interrupt) Result {
+	return c.end(ctx, a, StatusInterrupted, in.Error())
 }
 
 func (c *Coordinator) end(ctx context.Context, a RunArgs, status Status, reason string) Result {
@@ -286,8 +310,19 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 		return r.finish(ctx, StatusRejected, "no policy")
 	case a.Model == nil:
 		return r.finish(ctx, StatusRejected, "no model")
-	case a.Browser == nil:
+	case a.Browser == nil && a.Launch == nil:
 		return r.finish(ctx, StatusError, "no browser")
+	}
+	if a.Browser == nil {
+		b, closer, err := a.Launch(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				status, reason := r.ctxStatus(ctx)
+				return r.finish(ctx, status, reason)
+			}
+			return r.finish(ctx, StatusError, LaunchReason(err))
+		}
+		r.a.Browser, r.closer = b, closer
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.deadline)
 	defer cancel()
@@ -297,6 +332,10 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 	}
 	if rctx.Err() != nil && ctx.Err() == nil && status == StatusError {
 		status, reason = StatusBlocked, fmt.Sprintf("run deadline (%s) exceeded", c.deadline)
+	}
+	if in := (*Interrupt)(nil); status == StatusError && errors.As(context.Cause(ctx), &in) {
+		// A part failed because the run was being interrupted: the interrupt is why it ended.
+		status, reason = StatusInterrupted, in.Error()
 	}
 	return r.finish(ctx, status, reason)
 }
@@ -312,6 +351,15 @@ type run struct {
 	denial   string // reason of the last denied or refused call, "" when none
 	page     *curPage
 	finished bool
+	closer   io.Closer // the browser Run launched; closed before the end is recorded
+}
+
+// closeBrowser stops the browser Run launched.
+func (r *run) closeBrowser() {
+	if r.closer != nil {
+		r.closer.Close()
+		r.closer = nil
+	}
 }
 
 // curPage is the page the browser is on, as far as the coordinator knows.
@@ -361,7 +409,8 @@ func (r *run) begin(ctx context.Context) error {
 		r.res.RunID = newID()
 		return nil
 	}
-	id, err := r.c.rec.BeginRun(ctx, r.record())
+	// Recorded even when ctx is already canceled: a run interrupted at once still has its row.
+	id, err := r.c.rec.BeginRun(context.WithoutCancel(ctx), r.record())
 	if err != nil {
 		r.res.RunID = newID()
 		r.res.Status, r.res.Reason = StatusError, "audit store: "+err.Error()
@@ -379,6 +428,9 @@ func (r *run) finish(ctx context.Context, status Status, reason string) Result {
 		return r.res
 	}
 	r.finished = true
+	// The browser and its proxy stop before the end is recorded: a run recorded as ended has no
+	// browser left.
+	r.closeBrowser()
 	r.res.Status, r.res.Reason = status, reason
 	if status != StatusAnswered {
 		r.res.Answer = nil
@@ -486,7 +538,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 			if ctx.Err() != nil {
 				return r.ctxStatus(ctx)
 			}
-			return StatusError, "model error: " + clip(err.Error(), 300)
+			return StatusError, modelReason(err)
 		}
 		r.res.Usage = r.res.Usage.Add(turn.Usage)
 		if turn.Simulated {
@@ -527,6 +579,11 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 				if o.stop != "" {
 					// Nothing from this page reaches the model: the run ends here.
 					return o.stop, o.stopReason
+				}
+				if o.step.Layer == LayerBrowser && o.step.Verdict != policy.Allow && ctx.Err() == nil {
+					if err := browserGone(r.a.Browser); err != nil {
+						return StatusError, "browser: " + err.Error()
+					}
 				}
 				r.msgs = append(r.msgs, Message{Role: RoleTool, ToolCallID: call.ID, Name: o.step.Tool, Content: o.content})
 				if o.step.Verdict != policy.Allow {
@@ -584,9 +641,13 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 	}
 }
 
-// ctxStatus is how a run ends when its context is done: blocked past the deadline, an error when
-// the caller canceled.
+// ctxStatus is how a run ends when its context is done: interrupted when the caller canceled it
+// with an *Interrupt, blocked past the deadline, an error when the caller canceled otherwise.
 func (r *run) ctxStatus(ctx context.Context) (Status, string) {
+	var in *Interrupt
+	if errors.As(context.Cause(ctx), &in) {
+		return StatusInterrupted, in.Error()
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return StatusBlocked, fmt.Sprintf("run deadline (%s) exceeded", r.c.deadline)
 	}

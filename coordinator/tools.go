@@ -494,6 +494,18 @@ func (r *run) browserError(tool, url string, err error) outcome {
 		r.page = nil
 		return refused(tool, LayerBrowser, "", ReasonNoPage)
 	}
+	if b, ok := bridge.IsBudget(err); ok {
+		// A run budget is spent: the browser refuses all further work, and the run ends saying so.
+		layer := LayerBrowser
+		if b.Proxy {
+			layer = LayerProxy
+		}
+		return outcome{
+			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer},
+			stop:       StatusBlocked,
+			stopReason: b.Error(),
+		}
+	}
 	if d, ok := bridge.IsDenied(err); ok {
 		reason := orNoRule(d.Decision.Reason)
 		if d.Hop > 0 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -77,8 +78,11 @@ type file struct {
 		Approved []str `yaml:"approved"`
 	} `yaml:"models"`
 	Limits struct {
-		MaxRedirectHops num `yaml:"max_redirect_hops"`
-		MaxSteps        num `yaml:"max_steps"`
+		MaxRedirectHops       num  `yaml:"max_redirect_hops"`
+		MaxSteps              num  `yaml:"max_steps"`
+		MaxRunBytes           size `yaml:"max_run_bytes"`
+		MaxPageRequests       num  `yaml:"max_page_requests"`
+		MaxConcurrentRequests num  `yaml:"max_concurrent_requests"`
 	} `yaml:"limits"`
 	// WriteWords extends DefaultWriteWords; the defaults cannot be removed.
 	WriteWords []str `yaml:"write_words"`
@@ -86,9 +90,42 @@ type file struct {
 
 // Defaults for limits the file leaves out.
 const (
-	DefaultMaxRedirectHops = 5
-	DefaultMaxSteps        = 20
+	DefaultMaxRedirectHops       = 5
+	DefaultMaxSteps              = 20
+	DefaultMaxRunBytes           = 64 << 20
+	DefaultMaxPageRequests       = 500
+	DefaultMaxConcurrentRequests = 4
 )
+
+// Ranges of the budgets a file may set.
+const (
+	minRunBytes = 1 << 20
+	maxRunBytes = 4 << 30
+)
+
+// size is a YAML byte count that remembers its line: a whole number of bytes, or a whole number
+// followed by KiB, MiB or GiB ("128MiB", "64 MiB").
+type size struct {
+	V    int64
+	Line int
+	Set  bool
+}
+
+var reSize = regexp.MustCompile(`^([0-9]+)\s*(|B|KiB|MiB|GiB)$`)
+
+func (x *size) UnmarshalYAML(n *yaml.Node) error {
+	m := reSize.FindStringSubmatch(strings.TrimSpace(n.Value))
+	if n.Kind != yaml.ScalarNode || m == nil || len(m[1]) > 12 {
+		return fmt.Errorf("line %d: expected a byte count: a whole number, or one followed by KiB, MiB or GiB", n.Line)
+	}
+	v, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return fmt.Errorf("line %d: expected a byte count: %v", n.Line, err)
+	}
+	x.V = v << map[string]int{"": 0, "B": 0, "KiB": 10, "MiB": 20, "GiB": 30}[m[2]]
+	x.Line, x.Set = n.Line, true
+	return nil
+}
 
 // Load reads and validates a policy file.
 func Load(path string) (*Policy, error) {
@@ -163,7 +200,10 @@ func compile(f *file, name string) (*Policy, error) {
 	p := &Policy{
 		approved:   map[string]bool{},
 		writeWords: map[string]bool{},
-		limits:     Limits{MaxRedirectHops: DefaultMaxRedirectHops, MaxSteps: DefaultMaxSteps},
+		limits: Limits{
+			MaxRedirectHops: DefaultMaxRedirectHops, MaxSteps: DefaultMaxSteps, MaxRunBytes: DefaultMaxRunBytes,
+			MaxPageRequests: DefaultMaxPageRequests, MaxConcurrentRequests: DefaultMaxConcurrentRequests,
+		},
 	}
 	for _, w := range DefaultWriteWords {
 		p.writeWords[w] = true
@@ -233,6 +273,24 @@ func compile(f *file, name string) (*Policy, error) {
 			return nil, fail(l.Line, "limits.max_steps", "%d is out of range 1..200", l.V)
 		}
 		p.limits.MaxSteps = l.V
+	}
+	if l := f.Limits.MaxRunBytes; l.Set {
+		if l.V < minRunBytes || l.V > maxRunBytes {
+			return nil, fail(l.Line, "limits.max_run_bytes", "%d is out of range 1MiB..4GiB", l.V)
+		}
+		p.limits.MaxRunBytes = l.V
+	}
+	if l := f.Limits.MaxPageRequests; l.Set {
+		if l.V < 1 || l.V > 10000 {
+			return nil, fail(l.Line, "limits.max_page_requests", "%d is out of range 1..10000", l.V)
+		}
+		p.limits.MaxPageRequests = l.V
+	}
+	if l := f.Limits.MaxConcurrentRequests; l.Set {
+		if l.V < 1 || l.V > 64 {
+			return nil, fail(l.Line, "limits.max_concurrent_requests", "%d is out of range 1..64", l.V)
+		}
+		p.limits.MaxConcurrentRequests = l.V
 	}
 	return p, nil
 }

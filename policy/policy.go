@@ -42,6 +42,13 @@ const (
 	ReasonTooLong     = "url too long"
 )
 
+// Reason phrases of a request denied because a run budget (Limits) is spent. Every layer that
+// enforces a budget uses the same phrase.
+const (
+	ReasonBudgetRunBytes     = "budget: run bytes"
+	ReasonBudgetPageRequests = "budget: page requests"
+)
+
 // MaxURLLength is the longest URL the policy will parse. Longer ones are denied.
 const MaxURLLength = 8192
 
@@ -71,10 +78,20 @@ type DecideArgs struct {
 	Base string
 }
 
-// Limits are the policy's run limits.
+// Limits are the policy's run limits. The budgets (MaxRunBytes, MaxPageRequests,
+// MaxConcurrentRequests) bound what one run may fetch; past one, requests are denied with a
+// ReasonBudget* phrase and the run ends blocked.
 type Limits struct {
 	MaxRedirectHops int
 	MaxSteps        int
+	// MaxRunBytes bounds the response bytes one run may receive: the bridge counts the bodies it
+	// fetches, the egress proxy the bytes it passes back.
+	MaxRunBytes int64
+	// MaxPageRequests bounds the subresource requests the bridge fetches for one opened page.
+	MaxPageRequests int
+	// MaxConcurrentRequests bounds the bridge's fetches in flight at once, and so the response
+	// bodies it holds; a request beyond it waits for a free slot.
+	MaxConcurrentRequests int
 }
 
 // Site is one allowed origin with its read routes.

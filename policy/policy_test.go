@@ -209,8 +209,10 @@ func TestSearchURL(t *testing.T) {
 
 func TestLoadLimitsModels(t *testing.T) {
 	p := loadDemo(t)
-	if got := p.Limits(); got != (Limits{MaxRedirectHops: 5, MaxSteps: 20}) {
-		t.Errorf("Limits: got %+v", got)
+	want := Limits{MaxRedirectHops: 5, MaxSteps: 20, MaxRunBytes: DefaultMaxRunBytes,
+		MaxPageRequests: DefaultMaxPageRequests, MaxConcurrentRequests: DefaultMaxConcurrentRequests}
+	if got := p.Limits(); got != want {
+		t.Errorf("Limits:\n\tgot  %+v\n\twant %+v", got, want)
 	}
 	if !p.ModelApproved("gpt-4.1-mini") || p.ModelApproved("gpt-4.1-mini ") || p.ModelApproved("gpt-5") {
 		t.Errorf("ModelApproved: wrong answers for %v", p.ApprovedModels())
@@ -241,6 +243,10 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 		{"bad_no_sites.yaml", `testdata/bad_no_sites.yaml: sites: at least one site is required`},
 		{"bad_hops_range.yaml", `testdata/bad_hops_range.yaml:6: limits.max_redirect_hops: 99 is out of range 0..20`},
 		{"bad_not_yaml.yaml", `testdata/bad_not_yaml.yaml:2: did not find expected node content`},
+		{"bad_run_bytes_unit.yaml", `testdata/bad_run_bytes_unit.yaml:6: expected a byte count: a whole number, or one followed by KiB, MiB or GiB`},
+		{"bad_run_bytes_range.yaml", `testdata/bad_run_bytes_range.yaml:6: limits.max_run_bytes: 524288 is out of range 1MiB..4GiB`},
+		{"bad_page_requests_range.yaml", `testdata/bad_page_requests_range.yaml:6: limits.max_page_requests: 0 is out of range 1..10000`},
+		{"bad_concurrent_range.yaml", `testdata/bad_concurrent_range.yaml:6: limits.max_concurrent_requests: 65 is out of range 1..64`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -421,4 +427,33 @@ func policyForOrigin(t testing.TB, raw string) *Policy {
 		t.Fatalf("policy for %q: %v", origin, err)
 	}
 	return p
+}
+
+// TestLoadBudgets checks the budget keys: byte counts with and without a unit, and the values
+// that reach Limits.
+func TestLoadBudgets(t *testing.T) {
+	tests := []struct {
+		runBytes string
+		want     int64
+	}{
+		{"1048576", 1 << 20},
+		{"64MiB", 64 << 20},
+		{"64 MiB", 64 << 20},
+		{"2048KiB", 2 << 20},
+		{"1GiB", 1 << 30},
+		{`"3 MiB"`, 3 << 20},
+	}
+	for _, tt := range tests {
+		yaml := "version: 1\nsites:\n  - origin: http://127.0.0.1:8081\n    read: [/]\nlimits:\n  max_run_bytes: " + tt.runBytes +
+			"\n  max_page_requests: 7\n  max_concurrent_requests: 2\n"
+		p, err := Parse([]byte(yaml), "budgets")
+		if err != nil {
+			t.Errorf("max_run_bytes %s: %v", tt.runBytes, err)
+			continue
+		}
+		got := p.Limits()
+		if got.MaxRunBytes != tt.want || got.MaxPageRequests != 7 || got.MaxConcurrentRequests != 2 {
+			t.Errorf("max_run_bytes %s:\n\tgot  %+v\n\twant MaxRunBytes %d, MaxPageRequests 7, MaxConcurrentRequests 2", tt.runBytes, got, tt.want)
+		}
+	}
 }

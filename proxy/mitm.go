@@ -265,6 +265,9 @@ func (p *Proxy) serveTunneled(w http.ResponseWriter, r *http.Request, t tunnel) 
 	defer p.inflight.Done()
 	rec := &Decision{Time: start, Method: bound(r.Method, 32), Layer: LayerProxy, Origin: t.origin}
 	defer p.finish(rec, start)
+	if p.refuseOverBudget(w, r, rec) {
+		return
+	}
 	ctx, cancel := p.requestContext(r.Context())
 	defer cancel()
 

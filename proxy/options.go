@@ -65,6 +65,7 @@ type config struct {
 	hook              func(Decision)
 	decided           func(Decision)
 	bodyCap           int64
+	runBytes          int64
 	maxConns          int
 	timeouts          Timeouts
 	allowPrivateNames bool

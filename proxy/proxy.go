@@ -120,6 +120,8 @@ type Proxy struct {
 	sem   chan struct{}
 	done  chan struct{} // closed by Close
 
+	budget *budget // the run's bytes (budget.go)
+
 	mu       sync.Mutex
 	closed   bool
 	tunnels  map[net.Conn]struct{}
@@ -182,6 +184,9 @@ func New(pol *policy.Policy, opts ...Option) (*Proxy, error) {
 	}
 	upTLS, err := upstreamTLS(cfg.upstreamRoots)
 	if err != nil {
+		return nil, err
+	}
+	if p.budget, err = newBudget(cfg, pol); err != nil {
 		return nil, err
 	}
 	for _, s := range pol.Sites() {
@@ -372,6 +377,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.inflight.Done()
 	rec := &Decision{Time: start, Method: bound(r.Method, 32), Layer: LayerProxy}
+	if p.refuseOverBudget(w, r, rec) {
+		p.finish(rec, start)
+		return
+	}
 	ctx, cancel := p.requestContext(r.Context())
 	defer cancel()
 	if r.Method == http.MethodConnect {
@@ -523,7 +532,7 @@ func (p *Proxy) copyResponse(w http.ResponseWriter, r *http.Request, resp *http.
 	if !hasBody {
 		return
 	}
-	src := &readErr{r: io.LimitReader(resp.Body, limit)}
+	src := &readErr{r: p.budget.count(io.LimitReader(resp.Body, limit))}
 	n, err := io.Copy(w, src)
 	rec.BytesIn = n
 	switch {

@@ -350,6 +350,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "retry: 2000\n\n")
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
+	// When the server stops, the stream stays until its run's last event (the result, then end)
+	// is out, or streamGrace passes.
+	stopping := s.ctx.Done()
+	var giveUp <-chan time.Time
 	for {
 		evs, changed, done := run.next(n)
 		for _, ev := range evs {
@@ -371,11 +375,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprint(w, ": ping\n\n")
 		case <-r.Context().Done():
 			return
-		case <-s.ctx.Done():
+		case <-stopping:
+			stopping = nil
+			t := time.NewTimer(streamGrace)
+			defer t.Stop()
+			giveUp = t.C
+		case <-giveUp:
 			return
 		}
 	}
 }
+
+// streamGrace bounds how long a stream waits, once the server stops, for its run's last event.
+const streamGrace = 10 * time.Second
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")

@@ -134,14 +134,19 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 	if spec.Launch == nil {
 		return c.Fail(ctx, ra, "browser: no launcher"), ""
 	}
-	b, closer, err := spec.Launch(ctx, spec.Policy)
-	if err != nil {
-		return c.Fail(ctx, ra, "browser: "+err.Error()), ""
+	// The coordinator records the run as running before it launches the browser (write ahead),
+	// and closes the browser before it records the end.
+	desc := ""
+	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+		b, closer, err := spec.Launch(ctx, spec.Policy)
+		if err != nil {
+			return nil, nil, err
+		}
+		shots, _ = b.(screenshotter)
+		desc = describeBrowser(b)
+		return b, closer, nil
 	}
-	defer closer.Close()
-	ra.Browser = b
-	shots, _ = b.(screenshotter)
-	return c.Run(ctx, ra), describeBrowser(b)
+	return c.Run(ctx, ra), desc
 }
 
 // describeBrowser names what drove a run, for recorded runs' labels.

@@ -180,6 +180,14 @@ func (r *run) isDone() bool {
 	return r.done
 }
 
+// stoppedResult is the result of a run the server's stop ended before it ran (queued) or while it
+// played a recording.
+func stoppedResult(info RunInfo, now time.Time) ResultJSON {
+	res := errorResult(info, now, stopping.Error())
+	res.Status = coordinator.StatusInterrupted
+	return res
+}
+
 // errorResult is the result of a run that could not run at all.
 func errorResult(info RunInfo, now time.Time, reason string) ResultJSON {
 	return ResultJSON{

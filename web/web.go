@@ -165,10 +165,12 @@ type Server struct {
 	logf       func(string, ...any)
 	handler    http.Handler
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	slots  chan struct{}
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	draining chan struct{} // closed when Shutdown begins: queued runs end, live ones go on
+	drainOne sync.Once
+	wg       sync.WaitGroup
+	slots    chan struct{}
 
 	mu       sync.Mutex
 	closed   bool
@@ -205,18 +207,47 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 		WithRecordings(recs)(s)
 	}
 	s.slots = make(chan struct{}, s.limits.Concurrent)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.draining = make(chan struct{})
 	s.handler = s.routes()
 	return s, nil
 }
 
-// Close ends every stream, cancels the runs in progress and waits for them.
+// ReasonStopping is why the server ended a run: the reason of its result is
+// "interrupted: the server is stopping" (coordinator.Interrupt).
+const ReasonStopping = "the server is stopping"
+
+// stopping is the cause the server's runs are canceled with.
+var stopping = &coordinator.Interrupt{Why: ReasonStopping}
+
+// Close interrupts the runs in progress at once and waits for them: each ends interrupted, its
+// browser closed and its end recorded, and its streams get the result and the end event.
 func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return s.Shutdown(ctx)
+}
+
+// Shutdown stops the server gracefully: no new run is admitted (503), queued runs end at once,
+// and the live runs may finish until ctx is done; then the rest are interrupted as by Close.
+// Every run's streams get its result (status interrupted, reason "interrupted: the server is
+// stopping", for the runs ended here) and the end event. It returns when every run has ended.
+func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.cancel()
-	s.wg.Wait()
+	s.drainOne.Do(func() { close(s.draining) })
+	all := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(all)
+	}()
+	select {
+	case <-all:
+	case <-ctx.Done():
+	}
+	s.cancel(stopping)
+	<-all
 	return nil
 }
 
@@ -408,11 +439,25 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		defer s.wg.Done()
 		select {
 		case s.slots <- struct{}{}:
+		case <-s.draining:
+			s.dequeue(r)
+			s.doneLive()
+			r.finish(stoppedResult(r.snapshot().RunInfo, s.clock().UTC()))
+			return
 		case <-s.ctx.Done():
 			s.dequeue(r)
 			s.doneLive()
-			r.finish(errorResult(r.snapshot().RunInfo, s.clock().UTC(), "run canceled: the server is stopping"))
+			r.finish(stoppedResult(r.snapshot().RunInfo, s.clock().UTC()))
 			return
+		}
+		select {
+		case <-s.draining: // a slot came free as the server began to stop: the run does not start
+			<-s.slots
+			s.dequeue(r)
+			s.doneLive()
+			r.finish(stoppedResult(r.snapshot().RunInfo, s.clock().UTC()))
+			return
+		default:
 		}
 		s.dequeue(r)
 		if waited {
@@ -528,7 +573,7 @@ func (s *Server) playback(r *run, rec Recording, ok bool) {
 			case <-t.C:
 			case <-s.ctx.Done():
 				t.Stop()
-				r.finish(errorResult(info, s.clock().UTC(), "run canceled: the server is stopping"))
+				r.finish(stoppedResult(info, s.clock().UTC()))
 				return
 			}
 		}

@@ -236,9 +236,17 @@ func New(name string, opts ...Option) (*Model, error) {
 	if c.timeout > 0 {
 		ro = append(ro, option.WithRequestTimeout(c.timeout))
 	}
+	// Every response body is bounded: a server that never ends its answer fails the call.
+	hc := &http.Client{}
 	if c.httpClient != nil {
-		ro = append(ro, option.WithHTTPClient(c.httpClient))
+		*hc = *c.httpClient
 	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = limitTransport{base: base, max: MaxResponseBytes}
+	ro = append(ro, option.WithHTTPClient(hc))
 	m := &Model{model: name, client: sdk.NewClient(ro...), apiKey: apiKey, logf: c.logf}
 	m.price, m.priced = lookupPrice(c.prices, name)
 	if !m.priced {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -44,12 +45,16 @@ func (a auditRecorder) FinishRun(ctx context.Context, r coordinator.RunRecord) e
 
 // auditCmd is "browser-agent audit [--db FILE] [--json] [--limit N] [RUN_ID]".
 func auditCmd(e *env, args []string) error {
-	fs := newFlags(e, "audit", "[--db FILE] [--json] [--limit N] [RUN_ID]")
+	fs := newFlags(e, "audit", "[--db FILE] [--json] [--limit N] [RUN_ID] | --check")
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	asJSON := fs.Bool("json", false, "print JSON on stdout")
 	limit := fs.Int("limit", 50, "list at most N runs, newest first (0: all)")
+	check := fs.Bool("check", false, "run SQLite's integrity check and list runs without a terminal status; exit 1 when either finds a problem")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *check && fs.NArg() > 0 {
+		return usageError("audit --check takes no RUN_ID")
 	}
 	if fs.NArg() > 1 {
 		return usageError("audit takes at most one RUN_ID, got %d arguments", fs.NArg())
@@ -73,12 +78,15 @@ func auditCmd(e *env, args []string) error {
 		}
 		return nil
 	}
-	store, err := audit.Open(path)
+	store, err := openStore(e, path)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	ctx := context.Background()
+	if *check {
+		return auditCheck(e, store, *asJSON)
+	}
 	if fs.NArg() == 1 {
 		run, steps, err := store.Run(ctx, fs.Arg(0))
 		if errors.Is(err, audit.ErrNotFound) {
@@ -127,6 +135,42 @@ func auditCmd(e *env, args []string) error {
 			orDash(r.RecordID), orDash(r.Preset), r.Model, r.StepCount, r.Simulated)
 	}
 	return tw.Flush()
+}
+
+// auditCheck is "audit --check". Opening the store already ended the runs of dead processes; what
+// is left open belongs to a process that still runs.
+func auditCheck(e *env, store *audit.Store, asJSON bool) error {
+	rep, err := store.Check(context.Background())
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if rep.Open == nil {
+			rep.Open, rep.Alive = []audit.Run{}, []bool{}
+		}
+		if err := encodeJSON(e.stdout, struct {
+			audit.CheckReport
+			OK bool `json:"ok"`
+		}{rep, rep.OK()}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "integrity: %s\n", printable(strings.Join(rep.Integrity, "; ")))
+		if len(rep.Open) == 0 {
+			fmt.Fprintln(e.stdout, "runs without a terminal status: none")
+		}
+		for i, r := range rep.Open {
+			state := "its process is running"
+			if !rep.Alive[i] {
+				state = "its process has ended"
+			}
+			fmt.Fprintf(e.stdout, "run %s: %s since %s, pid %d: %s\n", r.ID, orDash(r.Status), r.StartedAt.UTC().Format(time.RFC3339), r.PID, state)
+		}
+	}
+	if !rep.OK() {
+		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: check failed", store.Path())}
+	}
+	return nil
 }
 
 func printRun(w io.Writer, r audit.Run) {

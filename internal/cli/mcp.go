@@ -61,7 +61,7 @@ func mcpCmd(e *env, args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, err := openStore(*dbFile)
+	store, err := openStore(e, *dbFile)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 
@@ -55,7 +54,7 @@ func recordCmd(e *env, args []string) error {
 		return usageError("--out %s is not a directory", *out)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, _, stop := watchSignals(e.stderr)
 	defer stop()
 
 	prep, err := prepare(ctx, e, *dbFile, *polFile, kind, arg)

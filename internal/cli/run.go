@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"time"
@@ -71,12 +70,16 @@ func runCmd(e *env, args []string) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, sigs, stop := watchSignals(e.stderr)
 	defer stop()
+	ra := coordinator.RunArgs{Task: task, Preset: preset.Name, ModelName: *modelSpec, EndOnDenial: preset.Simulated}
+	rep := func(res coordinator.Result) error { return report(e, res, *asJSON, sigs) }
 
-	store, err := openStore(*dbFile)
+	// Write ahead: nothing runs unaudited. A store that cannot be opened ends the run before any
+	// browser or model work; its result is printed but cannot be recorded.
+	store, err := openStore(e, *dbFile)
 	if err != nil {
-		return err
+		return rep(coordinator.New(nil).Fail(ctx, ra, err.Error()))
 	}
 	defer store.Close()
 
@@ -97,36 +100,47 @@ func runCmd(e *env, args []string) error {
 	if transcript != nil {
 		opts = append(opts, coordinator.WithTranscript(transcript))
 	}
-	ra := coordinator.RunArgs{Task: task, Preset: preset.Name, ModelName: *modelSpec, EndOnDenial: preset.Simulated}
 
 	// Everything that can be rejected is, before any browser or model work.
 	if _, err := policy.ParseTask(task); err != nil {
-		return report(e, coordinator.New(nil, opts...).Reject(ctx, ra, err.Error()), *asJSON)
+		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, err.Error()))
 	}
 	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
-	if isLoadError(err) {
-		return report(e, coordinator.New(nil, opts...).Reject(ctx, ra, "policy: "+err.Error()), *asJSON)
-	} else if err != nil {
+	var in *coordinator.Interrupt
+	switch {
+	case isLoadError(err):
+		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, "policy: "+err.Error()))
+	case err != nil && errors.As(context.Cause(ctx), &in):
+		return rep(coordinator.New(nil, opts...).Interrupted(ctx, ra, in))
+	case err != nil:
 		return err
 	}
 	defer stopSite()
 	c := coordinator.New(pol, opts...)
 	model, err := buildModel(kind, arg, pol)
 	if err != nil {
-		return report(e, c.Reject(ctx, ra, err.Error()), *asJSON)
+		return rep(c.Reject(ctx, ra, err.Error()))
 	}
 	if preset.Simulated {
 		model = preset.Model(model, pol.Sites()[0].Origin)
 	}
 	ra.Model = model
-
-	b, closer, err := launchBrowser(ctx, pol)
-	if err != nil {
-		return report(e, c.Fail(ctx, ra, "browser: "+err.Error()), *asJSON)
+	// The coordinator records the run as running, then launches the browser, and closes it before
+	// it records the end.
+	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+		return launchLogged(ctx, e, pol)
 	}
-	defer closer.Close()
-	ra.Browser = b
-	return report(e, c.Run(ctx, ra), *asJSON)
+	return rep(c.Run(ctx, ra))
+}
+
+// launchLogged launches the browser; the full launch error (command line, browser logs) goes to
+// stderr only with BROWSER_AGENT_DEBUG set. The run's reason is coordinator.LaunchReason's.
+func launchLogged(ctx context.Context, e *env, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+	b, closer, err := launchBrowser(ctx, pol)
+	if err != nil && debugEnabled() {
+		fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
+	}
+	return b, closer, err
 }
 
 func presetNames() []string {
@@ -171,9 +185,15 @@ func buildModel(kind, arg string, pol *policy.Policy) (coordinator.Model, error)
 	}
 }
 
-// exitCode maps a run status to the process exit code.
-func exitCode(s coordinator.Status) int {
+// exitCode maps a run status to the process exit code. An interrupted run exits with the code of
+// the signal that interrupted it.
+func exitCode(s coordinator.Status, sigs *signals) int {
 	switch s {
+	case coordinator.StatusInterrupted:
+		if sigs == nil {
+			return ExitSIGINT
+		}
+		return sigs.Code()
 	case coordinator.StatusAnswered:
 		return ExitOK
 	case coordinator.StatusUncertain:
@@ -191,7 +211,7 @@ func exitCode(s coordinator.Status) int {
 
 // report prints the result and returns the error that carries its exit code. The result is already
 // on stdout, so the error has no message of its own.
-func report(e *env, res coordinator.Result, asJSON bool) error {
+func report(e *env, res coordinator.Result, asJSON bool, sigs *signals) error {
 	var err error
 	if asJSON {
 		err = printJSON(e.stdout, res)
@@ -201,7 +221,7 @@ func report(e *env, res coordinator.Result, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	if code := exitCode(res.Status); code != ExitOK {
+	if code := exitCode(res.Status, sigs); code != ExitOK {
 		return &ExitError{Code: code, Err: errors.New("")}
 	}
 	return nil

@@ -11,9 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
@@ -31,9 +29,11 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-// serveContext is the context "serve" runs under: until SIGINT or SIGTERM. Tests replace it.
+// serveContext is the context "serve" runs under: until the first SIGINT or SIGTERM (a second one
+// exits at once). Tests replace it.
 var serveContext = func() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, _, stop := watchSignals(os.Stderr)
+	return ctx, stop
 }
 
 // serveListening is told the address "serve" listens on. Tests replace it.
@@ -53,7 +53,9 @@ func serveCmd(e *env, args []string) error {
 	perVisitor := fs.Int("runs-per-hour", d.PerVisitor, "runs per visitor per hour")
 	spend := fs.Float64("daily-spend", d.DailySpendUSD, "model spend per UTC day in USD; past it a recorded run plays")
 	queue := fs.Int("queue", d.Queue, "runs that may wait for the one running (others get 429)")
+	concurrent := fs.Int("concurrent", d.Concurrent, "live runs at a time")
 	runTimeout := fs.Duration("run-timeout", d.RunDeadline, "bounds one live run")
+	drain := fs.Duration("drain", DefaultDrain, "on SIGINT or SIGTERM, how long live runs may go on before they are interrupted")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -80,8 +82,12 @@ func serveCmd(e *env, args []string) error {
 		return usageError("--daily-spend must be a positive amount")
 	case *queue < 0:
 		return usageError("--queue must not be negative")
+	case *concurrent < 1:
+		return usageError("--concurrent must be at least 1")
 	case *runTimeout < time.Second:
 		return usageError("--run-timeout must be at least 1s")
+	case *drain < 0:
+		return usageError("--drain must not be negative")
 	}
 	kind, arg, err := parseModelSpec(*modelSpec)
 	if err != nil {
@@ -101,12 +107,12 @@ func serveCmd(e *env, args []string) error {
 	logf := func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
 	ws, err := web.New(pol,
 		web.WithLauncher(func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-			return launchBrowser(ctx, pol)
+			return launchLogged(ctx, e, pol)
 		}),
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(auditRecorder{store}),
 		web.WithLedger(store),
-		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, RunDeadline: *runTimeout}),
+		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, Concurrent: *concurrent, RunDeadline: *runTimeout}),
 		web.WithTrustedProxies(trusted...),
 		web.WithAllowedOrigins(origins...),
 		web.WithLogf(logf),
@@ -136,16 +142,27 @@ func serveCmd(e *env, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(e.stderr, "stopping")
-	// Streams and runs end first: an event stream never goes idle by itself.
-	ws.Close()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	fmt.Fprintf(e.stderr, "stopping: no new runs; live runs may finish for %s, then they are interrupted\n", *drain)
+	// The listener closes at once; open connections are served until their streams end. A run
+	// request that still arrives gets 503.
+	hsDone := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), *drain+15*time.Second)
+		defer cancel()
+		hsDone <- hs.Shutdown(sctx)
+	}()
+	dctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	ws.Shutdown(dctx) // every run has ended, its end recorded, and its streams got the result
+	if err := <-hsDone; err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	fmt.Fprintln(e.stderr, "stopped")
 	return nil
 }
+
+// DefaultDrain is how long "serve" lets live runs go on after SIGINT or SIGTERM.
+const DefaultDrain = 20 * time.Second
 
 // checkOrigin checks an --allow-origin value: scheme://host[:port], nothing else.
 func checkOrigin(o string) error {

@@ -9,12 +9,27 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// openStore opens the audit store at path, or at audit.DefaultPath when path is "".
-func openStore(path string) (*audit.Store, error) {
+// openStore opens the audit store at path, or at audit.DefaultPath when path is "". Opening ends
+// the runs that dead processes left running (audit.RecoverCrashed); each is named on stderr. An
+// error names the store: "audit store: PATH: read-only; ...".
+func openStore(e *env, path string) (*audit.Store, error) {
 	if path == "" {
 		path = audit.DefaultPath()
 	}
-	return audit.Open(path)
+	s, err := audit.Open(path)
+	if err != nil {
+		if debugEnabled() {
+			var we *audit.WriteError
+			if errors.As(err, &we) {
+				fmt.Fprintln(e.stderr, "debug: "+we.Detail())
+			}
+		}
+		return nil, fmt.Errorf("audit store: %w", err)
+	}
+	for _, r := range s.Recovered() {
+		fmt.Fprintf(e.stderr, "audit: run %s was left running; marked %s (%s)\n", r.ID, r.Status, r.Reason)
+	}
+	return s, nil
 }
 
 // sitePolicy returns the policy of FILE or, when file is "", starts the embedded demo site
@@ -62,7 +77,7 @@ func (p *prepared) Close() {
 // prepare opens the store and loads the policy, and refuses an unapproved or unreadable model
 // before any run. A bad policy file or model is a usage error.
 func prepare(ctx context.Context, e *env, dbFile, polFile, kind, arg string) (*prepared, error) {
-	store, err := openStore(dbFile)
+	store, err := openStore(e, dbFile)
 	if err != nil {
 		return nil, err
 	}

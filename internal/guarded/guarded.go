@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/browser-agent/browser-agent/bridge"
@@ -19,6 +21,7 @@ import (
 var (
 	_ coordinator.Browser   = (*Browser)(nil)
 	_ coordinator.EgressLog = (*Browser)(nil)
+	_ coordinator.Liveness  = (*Browser)(nil)
 )
 
 // MaxPendingDecisions bounds the request decisions kept between two steps, so that a page firing
@@ -109,6 +112,31 @@ func (g *Browser) TakeDecisions() []coordinator.NetDecision {
 	}
 	g.pending, g.dropped = nil, 0
 	return out
+}
+
+// ErrBrowserExited is what Alive returns when the run's Chromium is gone.
+var ErrBrowserExited = errors.New("Chromium or its driver exited during the run (killed, crashed or out of memory); run the task again")
+
+// Alive reports whether the run's Chromium still runs: ErrBrowserExited when its process has
+// ended (a zombie counts as ended). It implements coordinator.Liveness.
+func (g *Browser) Alive() error {
+	pid := g.Session.PID()
+	if pid <= 0 {
+		return nil // not known: the errors of the next call will tell
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		return ErrBrowserExited
+	}
+	if err != nil {
+		return nil
+	}
+	if i := strings.LastIndexByte(string(data), ')'); i >= 0 {
+		if f := strings.Fields(string(data)[i+1:]); len(f) > 0 && (f[0] == "Z" || f[0] == "X") {
+			return ErrBrowserExited
+		}
+	}
+	return nil
 }
 
 // Proxy is the run's egress proxy, for its counters.

@@ -88,12 +88,20 @@ func tlsCases() []*tcase {
 			return fmt.Errorf("no reason naming the unverified certificate of %s: %s: %s", host, g.res.Status, g.res.Reason)
 		},
 	}
-	return []*tcase{writes, cert}
+	hidden := &tcase{Name: "keepalive write-word GET when the page is hidden", Family: "https", HTTPS: true,
+		Pages: map[string]page{"/p/start": html(`<p>Record page.</p><script>
+document.addEventListener('visibilitychange', () => {
+  fetch('/records/SYN-0042?action=delete', {keepalive: true}).catch(() => {});
+  navigator.sendBeacon('/records/SYN-0042/confirm', 'x');
+});</script>`)},
+		Steps: []string{open("{site}/p/start"), read, open("{site}/records/SYN-0042"), read, cannot},
+	}
+	return []*tcase{writes, cert, hidden}
 }
 
 // overHTTPS is c with its site and canary on https. Its pages, script and controls are the same:
 // placeholders follow the servers, and every literal http:// and ws:// URL they expand to is
-// turned into https:// and wss:// (schemeRewrites).
+// turned into https:// and wss:// (schemeRewrites; http:\\host forms included).
 func overHTTPS(c *tcase) *tcase {
 	h := *c
 	h.Name = c.Name + " (https)"
@@ -106,7 +114,7 @@ func schemeRewrites(c *tcase) []string {
 	if !c.HTTPS {
 		return nil
 	}
-	return []string{"http://", "https://", "ws://", "wss://"}
+	return []string{"http:", "https:", "ws://", "wss://"} // "http:" also catches http:\\host
 }
 
 // servers starts the canary and the site: plain http, or for an https case https servers with

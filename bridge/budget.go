@@ -1,0 +1,297 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/browser-agent/browser-agent/policy"
+	"golang.org/x/sync/semaphore"
+)
+
+// The session's budgets, from the policy's limits:
+//
+//   - max_run_bytes: the response body bytes the session reads over its life (every hop, every
+//     document and subresource). A fetch is admitted only while the count is under the limit;
+//     the body that crosses it is finished (it is at most the body cap), and the budget is then
+//     spent.
+//   - max_page_requests: the subresource and frame requests fetched for one opened page (Open
+//     resets the count). The request past it is denied, and the budget is spent.
+//   - max_concurrent_requests: fetches in flight at once, each held from its first byte sent to
+//     the end of its fulfil, so that no more than this many response bodies are in memory. A
+//     request beyond it waits for a slot, as Chromium's own connection limit makes requests wait;
+//     it is never spent.
+//
+// Handing a body to the browser costs several times its size in this process (Playwright sends it
+// base64 in a JSON message), so large bodies also pass a gate weighted by their size: at most one
+// body cap's worth of them is being handed over at once; bodies under smallBody pass freely.
+//
+// A spent budget is final for the session: every later request is denied with its reason, and
+// Open, Read, Links, Fields and Screenshot return a *BudgetError. The egress proxy keeps its own
+// count of the run's bytes; a fetch it refuses for that reason (a 403 whose HeaderProxyError is
+// policy.ReasonBudgetRunBytes) spends the same budget here.
+
+// HeaderProxyError is the header in which the run's egress proxy names the reason of a response
+// it made itself (proxy.HeaderError). Only the proxy sets it: it removes it from every upstream
+// response.
+const HeaderProxyError = "X-Browser-Agent-Error"
+
+// ReasonSlotTimeout is the reason of a request that waited for a fetch slot
+// (max_concurrent_requests) until its navigation timeout passed.
+const ReasonSlotTimeout = "no fetch slot before the timeout"
+
+// BudgetError means a run budget of the policy's limits is spent. The session refuses all further
+// work with it.
+type BudgetError struct {
+	Reason string // policy.ReasonBudgetRunBytes or policy.ReasonBudgetPageRequests
+	Limit  int64  // the limit that was reached
+	Proxy  bool   // the egress proxy, counting on its own, refused the request
+}
+
+// Rule names the policy limit, e.g. "limits.max_run_bytes 134217728".
+func (e *BudgetError) Rule() string {
+	key := "max_run_bytes"
+	if e.Reason == policy.ReasonBudgetPageRequests {
+		key = "max_page_requests"
+	}
+	return fmt.Sprintf("limits.%s %d", key, e.Limit)
+}
+
+func (e *BudgetError) Error() string {
+	by := ""
+	if e.Proxy {
+		by = " at the egress proxy"
+	}
+	return fmt.Sprintf("%s spent%s (%s)", e.Reason, by, e.Rule())
+}
+
+// IsBudget reports whether err is, or wraps, a spent budget, and returns it.
+func IsBudget(err error) (*BudgetError, bool) {
+	var b *BudgetError
+	ok := errors.As(err, &b)
+	return b, ok
+}
+
+// smallBody is the size under which a body is handed to the browser without the fulfil gate.
+const smallBody = 256 << 10
+
+type budget struct {
+	maxBytes, maxRequests int64
+	slots                 chan struct{}
+	bodies                *semaphore.Weighted // bytes of large bodies being fulfilled
+	bodyCap               int64
+
+	bytes    atomic.Int64 // response body bytes read this session
+	requests atomic.Int64 // subresource requests fetched for the current page
+
+	mu        sync.Mutex
+	err       *BudgetError
+	spent     chan struct{} // closed when err is set
+	spentOnce sync.Once
+}
+
+func newBudget(l policy.Limits, bodyCap int64) *budget {
+	b := &budget{
+		maxBytes:    l.MaxRunBytes,
+		maxRequests: int64(l.MaxPageRequests),
+		spent:       make(chan struct{}),
+		bodyCap:     max(bodyCap, smallBody),
+	}
+	b.bodies = semaphore.NewWeighted(b.bodyCap)
+	if b.maxBytes <= 0 {
+		b.maxBytes = policy.DefaultMaxRunBytes
+	}
+	if b.maxRequests <= 0 {
+		b.maxRequests = policy.DefaultMaxPageRequests
+	}
+	n := l.MaxConcurrentRequests
+	if n <= 0 {
+		n = policy.DefaultMaxConcurrentRequests
+	}
+	b.slots = make(chan struct{}, n)
+	return b
+}
+
+// spentErr is the spent budget, nil while none is.
+func (b *budget) spentErr() *BudgetError {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// spend records e as the spent budget unless one already is, and returns the one recorded.
+func (b *budget) spend(e *BudgetError) *BudgetError {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err == nil {
+		b.err = e
+		b.spentOnce.Do(func() { close(b.spent) })
+	}
+	return b.err
+}
+
+// admit is asked before every request the session sends: nil while the run may fetch.
+func (b *budget) admit() *BudgetError {
+	if e := b.spentErr(); e != nil {
+		return e
+	}
+	if b.bytes.Load() >= b.maxBytes {
+		return b.spend(&BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: b.maxBytes})
+	}
+	return nil
+}
+
+// newPage starts the request count of a newly opened page.
+func (b *budget) newPage() { b.requests.Store(0) }
+
+// pageRequest counts one subresource request of the current page.
+func (b *budget) pageRequest() *BudgetError {
+	if b.requests.Add(1) > b.maxRequests {
+		return b.spend(&BudgetError{Reason: policy.ReasonBudgetPageRequests, Limit: b.maxRequests})
+	}
+	return b.admit()
+}
+
+// acquire waits for a fetch slot. It fails when ctx ends first, or with the budget when one is
+// spent meanwhile.
+func (b *budget) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case b.slots <- struct{}{}:
+	case <-b.spent:
+		return nil, b.spentErr()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	release = func() { <-b.slots }
+	if e := b.admit(); e != nil {
+		release()
+		return nil, e
+	}
+	return release, nil
+}
+
+// readBody reads a final response's body. A body declared larger than smallBody takes the fulfil
+// gate before it is read, so that large bodies wait unread rather than in memory; release, when
+// not nil, hands the gate on to the fulfil (gateFor) and must be called.
+func (s *Session) readBody(ctx context.Context, resp *http.Response, limit int64) (body []byte, truncated bool, release func(), err error) {
+	if n := resp.ContentLength; n >= smallBody {
+		w := min(n, s.budget.bodyCap)
+		if err := s.budget.bodies.Acquire(ctx, w); err != nil {
+			return nil, false, nil, err
+		}
+		release = func() { s.budget.bodies.Release(w) }
+	}
+	body, truncated, err = readCapped(resp.Body, limit, resp.ContentLength)
+	if err != nil && release != nil {
+		release()
+		release = nil
+	}
+	return body, truncated, release, err
+}
+
+// gateFor returns the release of the fulfil gate for f: the one f took when its body was read, or
+// a new one. It is nil when the gate could not be taken.
+func (s *Session) gateFor(f *fetched) func() {
+	if f.release != nil {
+		r := f.release
+		f.release = nil
+		return r
+	}
+	return s.fulfilGate(len(f.body))
+}
+
+// dropGate lets go of the gate f holds, for a body that is not handed over at once.
+func (f *fetched) dropGate() {
+	if f != nil && f.release != nil {
+		f.release()
+		f.release = nil
+	}
+}
+
+// fulfilGate waits until a body of n bytes may be handed to the browser. release is nil when the
+// session closed or the navigation timeout passed first.
+func (s *Session) fulfilGate(n int) (release func()) {
+	if n < smallBody {
+		return func() {}
+	}
+	w := min(int64(n), s.budget.bodyCap)
+	ctx, cancel := s.requestContext()
+	defer cancel()
+	if err := s.budget.bodies.Acquire(ctx, w); err != nil {
+		return nil
+	}
+	return func() { s.budget.bodies.Release(w) }
+}
+
+// count passes r through, adding what is read to the run's bytes.
+func (b *budget) count(r io.Reader) io.Reader { return &countingReader{r: r, b: b} }
+
+type countingReader struct {
+	r io.Reader
+	b *budget
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 && c.b.bytes.Add(int64(n)) >= c.b.maxBytes {
+		c.b.spend(&BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: c.b.maxBytes})
+	}
+	return n, err
+}
+
+// proxyRefused reports a response the run's egress proxy made because its own count of the run's
+// bytes is spent, and spends the budget here too.
+func (b *budget) proxyRefused(resp *http.Response, viaProxy bool) *BudgetError {
+	if !viaProxy || resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderProxyError) != policy.ReasonBudgetRunBytes {
+		return nil
+	}
+	return b.spend(&BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: b.maxBytes, Proxy: true})
+}
+
+// budgetResponse looks at a response, when there is one, before the fetcher reads it: a refusal of
+// the egress proxy for the run's bytes spends the budget (the response is closed and rd recorded
+// as denied); any other has its body counted.
+func (s *Session) budgetResponse(resp *http.Response, rd RequestDecision) *BudgetError {
+	if resp == nil {
+		return nil
+	}
+	if e := s.budget.proxyRefused(resp, s.cfg.proxy != nil); e != nil {
+		resp.Body.Close()
+		s.budgetDenied(rd, e)
+		return e
+	}
+	resp.Body = countedBody{Reader: s.budget.count(resp.Body), Closer: resp.Body}
+	return nil
+}
+
+type countedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// budgetDenied records a request denied because of a budget.
+func (s *Session) budgetDenied(rd RequestDecision, e *BudgetError) {
+	rd.Verdict, rd.Rule, rd.Reason = policy.Deny, e.Rule(), e.Reason
+	s.record(rd)
+}
+
+// Open decides url and, when it is allowed, fetches it hop by hop (deciding every redirect as a
+// new navigation), hands the final response to the browser and reads the page. A denial of url
+// itself is a *DeniedError with Hop 0 and happens before any browser work. A page with a
+// credential field returns only URL and Status, and ErrCredentialRequired. When a budget is
+// spent, before or while the page loads, Open returns a *BudgetError and nothing of the page but
+// its URL and status.
+func (s *Session) Open(ctx context.Context, url string) (Page, error) {
+	if e := s.budget.spentErr(); e != nil {
+		return Page{}, fmt.Errorf("open: %w", e)
+	}
+	p, err := s.open(ctx, url)
+	if e := s.budget.spentErr(); e != nil {
+		return Page{URL: p.URL, Status: p.Status}, fmt.Errorf("open %s: %w", redactURL(url), e)
+	}
+	return p, err
+}

@@ -1,0 +1,58 @@
+package coordinator
+
+import (
+	"errors"
+	"strings"
+)
+
+// Short reasons for a failing part. A reason names the part and what to do; the details (command
+// lines, browser logs) go to the debug log, never to the result or the audit store.
+
+// ReasonLaunch is the reason of a run whose browser could not be started.
+const ReasonLaunch = "Chromium could not start; run scripts/setup, check memory and that Chromium runs on this machine (details on stderr with BROWSER_AGENT_DEBUG=1)"
+
+// Liveness is implemented by browsers that can tell whether their processes still run. Alive
+// returns an error naming the part that exited.
+type Liveness interface {
+	Alive() error
+}
+
+// browserGone reports why b can no longer be used, or nil (also when b cannot tell).
+func browserGone(b Browser) error {
+	if l, ok := b.(Liveness); ok {
+		return l.Alive()
+	}
+	return nil
+}
+
+// maxLaunchReason bounds a launch error's message kept in a reason.
+const maxLaunchReason = 160
+
+// LaunchReason is the reason of a run whose browser could not be started: "browser: " and err when
+// it is one short line with no browser log or command line in it, else ReasonLaunch.
+func LaunchReason(err error) string {
+	msg := err.Error()
+	low := strings.ToLower(msg)
+	if len(msg) > maxLaunchReason || strings.ContainsAny(msg, "\r\n") || strings.Contains(low, "browser logs") || strings.Contains(low, "--") ||
+		strings.Contains(low, "/usr/") || strings.Contains(low, "===") || strings.Contains(low, "target closed") ||
+		strings.Contains(low, "has been closed") {
+		return "browser: " + ReasonLaunch
+	}
+	return "browser: " + strings.TrimSpace(msg)
+}
+
+// ModelFailure is implemented by model errors that can say, in a short line, which part failed and
+// what to do (coordinator/openai's *Error).
+type ModelFailure interface {
+	error
+	Reason() string
+}
+
+// modelReason is the reason of a run whose model call failed.
+func modelReason(err error) string {
+	var mf ModelFailure
+	if errors.As(err, &mf) {
+		return "model server: " + clip(mf.Reason(), 300)
+	}
+	return "model error: " + clip(err.Error(), 300)
+}

@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// TestModelServerFailures fails the model server in each way it can, and checks the run's exact
+// status and reason on stdout and in the audit store: the reason names the part and what to do.
+func TestModelServerFailures(t *testing.T) {
+	fakeRun(t)
+	const model = "openai:gpt-4.1-mini"
+	tests := []struct {
+		name   string
+		serve  http.HandlerFunc
+		reason string
+	}{
+		{"5xx", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After-Ms", "1") // the retries come at once
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+		}, "model server: " + model + " answered HTTP 503 Service Unavailable; try again later or check the server"},
+		{"malformed json", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"x","choices":[{"message":{"role":"assistant","content":hi}}]}`)
+		}, "model server: " + model + " sent a response that is not valid JSON; check that the server speaks the OpenAI API"},
+		{"endless stream", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"x","choices":[{"message":{"role":"assistant","content":"`)
+			chunk := []byte(strings.Repeat("a", 64<<10))
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		}, "model server: " + model + " sent a response without end (over 8 MiB); check the server"},
+		{"killed mid-answer", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, `{"id":"x","choices":[{"message":`)
+			w.(http.Flusher).Flush()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close() // the server dies with the answer half sent
+			}
+		}, "model server: " + model + " closed the connection mid-answer; check that the server runs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.serve)
+			defer srv.Close()
+			t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
+			db := filepath.Join(t.TempDir(), "audit.db")
+			code, stdout, stderr := runCLI(t, "run", "--task", "Look up SYN-0042", "--model", model, "--json", "--db", db)
+			r := decodeRun(t, stdout)
+			if code != ExitFailure || r.Status != coordinator.StatusError || r.Reason != tt.reason {
+				t.Fatalf("run:\n\tgot  exit %d, %s %q\n\twant exit %d, error %q\n%s", code, r.Status, r.Reason, ExitFailure, tt.reason, stderr)
+			}
+			a := auditOf(t, db, r.RunID)
+			if a.Status != string(coordinator.StatusError) || a.Reason != tt.reason || a.FinishedAt.IsZero() {
+				t.Errorf("audit:\n\tgot  %s %q\n\twant error %q", a.Status, a.Reason, tt.reason)
+			}
+		})
+	}
+}
+
+func auditOf(t *testing.T, db, id string) audit.Run {
+	t.Helper()
+	s, err := audit.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, _, err := s.Run(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// smallDisk mounts a tmpfs of size bytes (needs root) and returns its directory.
+func smallDisk(t *testing.T, size int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for a full disk (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+// fill writes to dir until its disk is full.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling %s: %v", dir, err)
+			}
+			return
+		}
+	}
+}
+
+// TestStoreUnwritableFailsClosed: an audit store that cannot be written ends the run before any
+// browser work, with a reason that names the store and what to do.
+func TestStoreUnwritableFailsClosed(t *testing.T) {
+	fakeRun(t)
+	noLaunch(t)
+	readOnly := func(t *testing.T) string {
+		db := filepath.Join(t.TempDir(), "audit.db")
+		s, err := audit.Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if err := exec.Command("chattr", "+i", db).Run(); err != nil {
+			if os.Geteuid() == 0 {
+				t.Skip("cannot make a file read-only for root here (no chattr +i)")
+			}
+			os.Chmod(db, 0o400)
+		} else {
+			t.Cleanup(func() { exec.Command("chattr", "-i", db).Run() })
+		}
+		return db
+	}
+	fullDisk := func(t *testing.T) string {
+		dir := smallDisk(t, 512<<10)
+		db := filepath.Join(dir, "audit.db")
+		s, err := audit.Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		fill(t, dir)
+		return db
+	}
+	tests := []struct {
+		name   string
+		db     func(t *testing.T) string
+		reason string
+	}{
+		{"read-only file", readOnly, ": read-only; make it writable or give another --db"},
+		{"full disk", fullDisk, ": disk full; free space on its disk or give another --db"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := tt.db(t)
+			code, stdout, stderr := runCLI(t, "run", "--preset", "lookup", "--json", "--db", db)
+			r := decodeRun(t, stdout)
+			want := "audit store: " + db + tt.reason
+			if code != ExitFailure || r.Status != coordinator.StatusError || r.Reason != want || len(r.Steps) != 0 {
+				t.Errorf("run:\n\tgot  exit %d, %s %q, %d steps\n\twant exit %d, error %q, no steps\n%s", code, r.Status, r.Reason, len(r.Steps), ExitFailure, want, stderr)
+			}
+		})
+	}
+}
+
+// TestStoreFullMidRun: the disk fills during a run; the next write fails, the run ends at once as
+// an error naming the store, and no further browser work happens.
+func TestStoreFullMidRun(t *testing.T) {
+	fakeRun(t)
+	dir := smallDisk(t, 512<<10)
+	db := filepath.Join(dir, "audit.db")
+	var b *browsertest.HTTP
+	launchBrowser = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		b = browsertest.NewHTTP(pol)
+		return fillingBrowser{b, func() { fill(t, dir) }}, b, nil
+	}
+	code, stdout, stderr := runCLI(t, "run", "--preset", "lookup", "--json", "--db", db)
+	r := decodeRun(t, stdout)
+	want := "audit store: " + db + ": disk full; free space on its disk or give another --db"
+	if code != ExitFailure || r.Status != coordinator.StatusError || r.Reason != want {
+		t.Fatalf("run:\n\tgot  exit %d, %s %q\n\twant exit %d, error %q\n%s", code, r.Status, r.Reason, ExitFailure, want, stderr)
+	}
+	if n := len(b.Opened()); n != 1 {
+		t.Errorf("pages opened: got %d, want 1 (the run stops at the first step it cannot record)", n)
+	}
+	// Space comes back. The run's end could not be written; its process (this test) still runs,
+	// so the row stays running until a start after this process has ended.
+	os.Remove(filepath.Join(dir, "filler"))
+	s, err := audit.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, steps, err := s.Run(context.Background(), r.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status != audit.StatusRunning || len(steps) != 0 {
+		t.Errorf("audit after the disk filled:\n\tgot  %s, %d steps\n\twant running (its end could not be written), 0 steps", a.Status, len(steps))
+	}
+}
+
+// fillingBrowser fills the disk at the first page it opens.
+type fillingBrowser struct {
+	*browsertest.HTTP
+	fill func()
+}
+
+func (f fillingBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
+	p, err = f.HTTP.Open(ctx, url)
+	f.fill()
+	return p, err
+}
+
+// TestAuditCheck: a run left running by a dead process is ended at the next start and named on
+// stderr; --check then finds the file sound and nothing open. A run of a live process stays open
+// and is listed, and that is not a failure.
+func TestAuditCheck(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "audit.db")
+	s, err := audit.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := exec.Command("true")
+	dead.Run()
+	ctx := context.Background()
+	s.BeginRun(ctx, audit.Run{ID: "gone", PID: dead.Process.Pid, ProcStart: "boot:1"})
+	s.BeginRun(ctx, audit.Run{ID: "live"}) // this process
+	s.Close()
+
+	code, stdout, stderr := runCLI(t, "audit", "--check", "--db", db)
+	if code != ExitOK {
+		t.Fatalf("audit --check: exit %d\n%s%s", code, stdout, stderr)
+	}
+	wantErr := fmt.Sprintf("audit: run gone was left running; marked interrupted (crashed: process %d ended before the run's end was recorded)\n", dead.Process.Pid)
+	if stderr != wantErr {
+		t.Errorf("stderr:\n\tgot  %q\n\twant %q", stderr, wantErr)
+	}
+	if !strings.HasPrefix(stdout, "integrity: ok\nrun live: running since ") || !strings.HasSuffix(stdout, ": its process is running\n") {
+		t.Errorf("stdout:\n\tgot  %q\n\twant integrity ok and the live run", stdout)
+	}
+	// A damaged file fails the check.
+	data, _ := os.ReadFile(db)
+	for i := 4096; i < len(data) && i < 8192; i++ {
+		data[i] ^= 0xff
+	}
+	os.WriteFile(db, data, 0o600)
+	if code, stdout, stderr := runCLI(t, "audit", "--check", "--db", db); code != ExitFailure {
+		t.Errorf("audit --check of a damaged file: exit %d, want %d\n%s%s", code, ExitFailure, stdout, stderr)
+	}
+}

@@ -1,0 +1,73 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// The run's byte budget at the network layer. The proxy counts every byte it passes back to the
+// run: the response bodies of forwarded requests, plain and inside intercepted tunnels. Once the
+// count reaches the budget (WithRunBytes, by default the policy's limits.max_run_bytes), every
+// later request, CONNECT and requests inside open tunnels included, is denied with 403 and reason
+// policy.ReasonBudgetRunBytes. A response already being passed back is finished (the body cap bounds it), so
+// the count may pass the budget by at most one body cap per request in flight.
+
+// WithRunBytes sets the run's byte budget (default: the policy's limits.max_run_bytes).
+func WithRunBytes(n int64) Option { return func(c *config) { c.runBytes = n } }
+
+type budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+func newBudget(cfg config, pol *policy.Policy) (*budget, error) {
+	n := cfg.runBytes
+	if n == 0 {
+		n = pol.Limits().MaxRunBytes
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("proxy: run bytes %d must be positive", n)
+	}
+	return &budget{max: n}, nil
+}
+
+func (b *budget) spent() bool { return b.used.Load() >= b.max }
+
+func (b *budget) rule() string { return fmt.Sprintf("limits.max_run_bytes %d", b.max) }
+
+// RunBytes is how many bytes the proxy has passed back to the run so far.
+func (p *Proxy) RunBytes() int64 { return p.budget.used.Load() }
+
+// refuseOverBudget denies r, and reports true, when the run's byte budget is spent.
+func (p *Proxy) refuseOverBudget(w http.ResponseWriter, r *http.Request, rec *Decision) bool {
+	if !p.budget.spent() {
+		return false
+	}
+	if r.Method == http.MethodConnect {
+		if u, _, _ := p.decideConnect(r.Host); u != nil {
+			rec.Origin = u.Origin()
+		}
+	} else if u, err := policy.ParseURL(r.RequestURI, ""); err == nil {
+		rec.Origin, rec.Path = u.Origin(), u.Path()
+	}
+	p.refuse(w, rec, http.StatusForbidden, policy.ReasonBudgetRunBytes, p.budget.rule(), "")
+	return true
+}
+
+// count passes r through, counting what is read.
+func (b *budget) count(r io.Reader) io.Reader { return &budgetReader{r: r, b: b} }
+
+type budgetReader struct {
+	r io.Reader
+	b *budget
+}
+
+func (c *budgetReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.b.used.Add(int64(n))
+	return n, err
+}
