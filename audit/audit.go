@@ -276,6 +276,24 @@ var migrations = []string{
 	ALTER TABLE runs ADD COLUMN proc_start TEXT NOT NULL DEFAULT '';
 	ALTER TABLE steps ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
 	CREATE INDEX runs_status ON runs (status);`,
+
+	// 4: the live demo's limits across restarts: a salt that keys visitor hashes (no address is
+	// stored), each visitor's runs, and the runs waiting in the queue.
+	`CREATE TABLE demo_salt (
+		salt BLOB NOT NULL
+	);
+	CREATE TABLE demo_visits (
+		visitor TEXT NOT NULL,
+		at      TEXT NOT NULL,
+		live    INTEGER NOT NULL DEFAULT 1
+	);
+	CREATE INDEX demo_visits_at ON demo_visits (at);
+	CREATE TABLE demo_queue (
+		id        TEXT PRIMARY KEY,
+		visitor   TEXT NOT NULL,
+		preset    TEXT NOT NULL DEFAULT '',
+		queued_at TEXT NOT NULL
+	);`,
 }
 
 // SchemaVersion is the schema version this program writes (PRAGMA user_version).

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -64,4 +66,57 @@ func benchGuarded(b *testing.B, opts ...Option) {
 	b.ReportMetric(float64(tg.Nanoseconds())/n, "guarded-ns/op")
 	b.ReportMetric(float64(tu.Nanoseconds())/n, "unguarded-ns/op")
 	b.ReportMetric(float64(tg)/float64(tu), "guarded/unguarded")
+}
+
+// BenchmarkReadVisibility times Open plus Read, with visibility decided by rendering (the default)
+// and by the paint heuristics alone, on the demo site's record page and on a long page (1500
+// paragraphs, about 50 000 px tall: the shots stop at maxShotHeight). Report the medians of
+// -count runs.
+func BenchmarkReadVisibility(b *testing.B) {
+	ctx := context.Background()
+	srv, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	demoPol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo-site policy")
+	if err != nil {
+		b.Fatal(err)
+	}
+	noPixels := func(c *config) { c.pixels = false }
+	for _, pg := range []struct {
+		name, url string
+		pol       *policy.Policy
+	}{
+		{"record", srv.URL + "/records/SYN-0042", demoPol},
+		{"long", testFix.Site + "/big/" + newKey() + "?lines=1500", testFix.pol},
+	} {
+		for _, mode := range []struct {
+			name string
+			opts []Option
+		}{{"pixels", nil}, {"styles", []Option{noPixels}}} {
+			b.Run(pg.name+"/"+mode.name, func(b *testing.B) {
+				lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+				s, err := testRT.Launch(lctx, pg.pol, mode.opts...)
+				cancel()
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				read := func() {
+					if _, err := s.Open(ctx, pg.url); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := s.Read(ctx, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				read()
+				b.ResetTimer()
+				for range b.N {
+					read()
+				}
+			})
+		}
+	}
 }

@@ -32,13 +32,8 @@ import (
 //
 // A spent budget is final for the session: every later request is denied with its reason, and
 // Open, Read, Links, Fields and Screenshot return a *BudgetError. The egress proxy keeps its own
-// count of the run's bytes; a fetch it refuses for that reason (a 403 whose HeaderProxyError is
-// policy.ReasonBudgetRunBytes) spends the same budget here.
-
-// HeaderProxyError is the header in which the run's egress proxy names the reason of a response
-// it made itself (proxy.HeaderError). Only the proxy sets it: it removes it from every upstream
-// response.
-const HeaderProxyError = "X-Browser-Agent-Error"
+// count of the run's bytes; a fetch it refuses for that reason (a 403 whose X-Browser-Agent-Error
+// is policy.ReasonBudgetRunBytes) spends the same budget here.
 
 // ReasonSlotTimeout is the reason of a request that waited for a fetch slot
 // (max_concurrent_requests) until its navigation timeout passed.
@@ -243,28 +238,35 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// proxyRefused reports a response the run's egress proxy made because its own count of the run's
-// bytes is spent, and spends the budget here too.
-func (b *budget) proxyRefused(resp *http.Response, viaProxy bool) *BudgetError {
-	if !viaProxy || resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderProxyError) != policy.ReasonBudgetRunBytes {
+// proxyRefused reports a refusal of the run's egress proxy because its own count of the run's
+// bytes is spent (as a response, or as the fetcher's *EgressError), and spends the budget here too.
+func (b *budget) proxyRefused(resp *http.Response, err error, viaProxy bool) *BudgetError {
+	refused := false
+	if ee, ok := errors.AsType[*EgressError](err); ok {
+		refused = ee.Status == http.StatusForbidden && ee.Reason == policy.ReasonBudgetRunBytes
+	} else if resp != nil {
+		refused = resp.StatusCode == http.StatusForbidden && resp.Header.Get(headerProxyError) == policy.ReasonBudgetRunBytes
+	}
+	if !viaProxy || !refused {
 		return nil
 	}
 	return b.spend(&BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: b.maxBytes, Proxy: true})
 }
 
-// budgetResponse looks at a response, when there is one, before the fetcher reads it: a refusal of
-// the egress proxy for the run's bytes spends the budget (the response is closed and rd recorded
-// as denied); any other has its body counted.
-func (s *Session) budgetResponse(resp *http.Response, rd RequestDecision) *BudgetError {
-	if resp == nil {
-		return nil
-	}
-	if e := s.budget.proxyRefused(resp, s.cfg.proxy != nil); e != nil {
-		resp.Body.Close()
+// budgetResponse looks at what a fetch returned before the fetcher reads it: a refusal of the
+// egress proxy for the run's bytes spends the budget (rd is recorded as denied); any other
+// response has its body counted.
+func (s *Session) budgetResponse(resp *http.Response, err error, rd RequestDecision) *BudgetError {
+	if e := s.budget.proxyRefused(resp, err, s.cfg.proxy != nil); e != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
 		s.budgetDenied(rd, e)
 		return e
 	}
-	resp.Body = countedBody{Reader: s.budget.count(resp.Body), Closer: resp.Body}
+	if resp != nil {
+		resp.Body = countedBody{Reader: s.budget.count(resp.Body), Closer: resp.Body}
+	}
 	return nil
 }
 

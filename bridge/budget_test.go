@@ -179,7 +179,7 @@ func TestProxyBudgetRefusal(t *testing.T) {
 	t.Parallel()
 	refusing := func(reason string) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(HeaderProxyError, reason)
+			w.Header().Set(headerProxyError, reason)
 			w.Header().Set("Content-Type", "text/plain")
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprint(w, "browser-agent proxy denied")

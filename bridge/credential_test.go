@@ -21,6 +21,11 @@ func TestCredentialWithheld(t *testing.T) {
 		"wrapping-label", "labelledby", "placeholder", "name-cvv", "camel", "aria", "id-pwd", "textarea",
 		"same-frame", "cross-frame", "nested-frame", "hidden-frame", "cross-closed-shadow",
 		"open-shadow", "closed-shadow", "nested-shadow",
+		// Named only by what a person sees, or by the signals of a code.
+		"code-label", "name-pin", "ce-aria", "ce-plaintext", "shy-masked", "shy-plain", "masked-only",
+		"before-label", "before-near", "attr-before", "zero-width", "cyrillic", "greek-leet", "spaced",
+		"digits", "digit-boxes", "role-textbox", "describedby", "german", "french", "spanish", "russian",
+		"shadow-label",
 	}
 	s := newSession(t)
 	for _, v := range variants {
@@ -77,12 +82,34 @@ func TestCredentialLate(t *testing.T) {
 	}
 }
 
+// TestCredentialLateTimer adds a password field and a text about recovery codes 200 and 600 ms
+// after load: Open waits for the page's short timers (init.js), finds the field and returns
+// nothing.
+func TestCredentialLateTimer(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	for _, v := range []string{"late-200", "late-600"} {
+		p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, newKey(), v))
+		if !errors.Is(err, ErrCredentialRequired) || p.Text != "" {
+			t.Fatalf("Open(%s): got %q, %v, want ErrCredentialRequired", v, p.Text, err)
+		}
+		checkWithheld(t, s, v)
+	}
+}
+
 // TestCredentialNone is the negative control: a search box, a hidden input and a checkbox whose
 // names mention a password, and the word in text, are not credential fields.
 func TestCredentialNone(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
-	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=none", testFix.Site, newKey()))
+	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=plain-fields", testFix.Site, newKey()))
+	if err != nil {
+		t.Fatalf("Open(plain-fields): %v", err)
+	}
+	if !strings.Contains(p.Text, "Forgot your password?") {
+		t.Errorf("Open(plain-fields): got text %q, want the page", p.Text)
+	}
+	p, err = s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=none", testFix.Site, newKey()))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -94,6 +121,33 @@ func TestCredentialNone(t *testing.T) {
 	}
 	if png, err := s.Screenshot(ctxT(t)); err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
 		t.Errorf("Screenshot: got %d bytes, %v, want a PNG", len(png), err)
+	}
+}
+
+// TestCredentialField checks the decision on one editable element.
+func TestCredentialField(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		c    control
+		want bool
+	}{
+		{"masked text input", control{Tag: "input", Type: "text", Masked: true}, true},
+		{"otp boxes", control{Tag: "input", Type: "text", Pattern: "[0-9]", MaxLength: 1}, true},
+		{"numeric six", control{Tag: "input", Type: "text", InputMode: "numeric", MaxLength: 6}, true},
+		{"zip", control{Tag: "input", Type: "text", InputMode: "numeric", MaxLength: 5, Names: []string{"ZIP code"}}, false},
+		{"search near password text", control{Tag: "input", Type: "search", Near: []string{"Forgot your password?"}}, false},
+		{"text near password text", control{Tag: "input", Type: "text", Near: []string{"Password"}}, true},
+		{"query named near password", control{Tag: "input", Type: "text", Names: []string{"Search records"}, Near: []string{"password"}}, false},
+		{"checkbox named password", control{Tag: "input", Type: "checkbox", Names: []string{"remember_password"}}, false},
+		{"contenteditable", control{Tag: "div", Names: []string{"Password"}}, true},
+		{"comment", control{Tag: "div", Names: []string{"Comment"}}, false},
+		{"quantity", control{Tag: "input", Type: "number", MaxLength: 3, Names: []string{"Quantity"}}, false},
+	}
+	for _, tt := range tests {
+		if got := credentialField(tt.c) != ""; got != tt.want {
+			t.Errorf("credentialField(%s): got %v (%q), want %v", tt.name, got, credentialField(tt.c), tt.want)
+		}
 	}
 }
 
@@ -115,6 +169,21 @@ func TestCredentialText(t *testing.T) {
 		{"Postcode", ""},
 		{"Passenger name", ""},
 		{"Record ID", ""},
+		{"Pass\u00adword", "password"},
+		{"Pass\u200bw\u200dord", "password"},
+		{"P\u0430ssw\u043erd", "password"}, // Cyrillic a and o
+		{"\u03a1assw0rd", "password"},      // Greek Rho, digit zero
+		{"P a s s w o r d", "password"},
+		{"ＰＡＳＳＷＯＲＤ", "password"}, // full width
+		{"Enter the 6-digit code we sent to your phone", "digit code"},
+		{"PIN", "pin"},
+		{"Kennwort", "kennwort"},
+		{"Contraseña", "contrasena"},
+		{"Mot de passe", "mot de passe"},
+		{"Пароль", "пароль"},
+		{"Spinner speed", ""},
+		{"Compass heading", ""},
+		{"Search", ""},
 	}
 	for _, tt := range tests {
 		if got := credentialText(tt.in); got != tt.want {

@@ -47,6 +47,7 @@ type config struct {
 	chunkSize  int
 	textCap    int
 	settle     time.Duration
+	pixels     bool // decide visibility by rendering (visibility.go)
 }
 
 func defaultConfig() config {
@@ -58,6 +59,7 @@ func defaultConfig() config {
 		chunkSize:  DefaultChunkSize,
 		textCap:    DefaultTextCap,
 		settle:     DefaultSettle,
+		pixels:     true,
 	}
 }
 

@@ -77,6 +77,15 @@ func (n *cdpNode) attr(name string) string {
 	return ""
 }
 
+func (n *cdpNode) hasAttr(name string) bool {
+	for i := 0; i+1 < len(n.Attributes); i += 2 {
+		if strings.EqualFold(n.Attributes[i], name) {
+			return true
+		}
+	}
+	return false
+}
+
 // scrub drops every value attribute from the tree: a field's value is never read.
 func (n *cdpNode) scrub() {
 	if n == nil {
@@ -113,37 +122,42 @@ type frameEntry struct {
 
 // attach opens CDP sessions for the page and for every out-of-process iframe (site isolation
 // puts a cross-site iframe in its own renderer; it has its own session). It loads each session's
-// frame tree and its DOM, closed shadow roots and same-process frames included.
-func (s *Session) attach(ctx context.Context) ([]*target, func(), error) {
-	var targets []*target
-	cleanup := func() {
-		for _, t := range targets {
-			detach(t.sess)
+// frame tree and its DOM, closed shadow roots and same-process frames included. Given the targets
+// of an earlier attach (prev, with the frames already tried), it reuses their sessions, opens
+// sessions only for frames it has not tried, and loads every tree and DOM afresh.
+func (s *Session) attach(ctx context.Context, prev *attached) (*attached, error) {
+	a := &attached{tried: map[playwright.Frame]bool{}}
+	if prev != nil {
+		a.targets, a.tried = prev.targets, prev.tried
+		prev.targets = nil // owned by a now
+	} else {
+		main, err := s.bctx.NewCDPSession(s.page)
+		if err != nil {
+			return a, fmt.Errorf("page session: %w", err)
 		}
+		a.targets = append(a.targets, &target{sess: main})
 	}
-	main, err := s.bctx.NewCDPSession(s.page)
-	if err != nil {
-		return nil, cleanup, fmt.Errorf("page session: %w", err)
-	}
-	targets = append(targets, &target{sess: main})
 	mf := s.page.MainFrame()
 	for _, f := range s.page.Frames() {
-		if f == mf {
+		if f == mf || a.tried[f] {
 			continue
 		}
+		a.tried[f] = true
 		fs, err := s.bctx.NewCDPSession(f)
 		if err != nil {
 			continue // a same-process frame (it is in its parent's session) or a detached one
 		}
-		targets = append(targets, &target{sess: fs})
+		a.targets = append(a.targets, &target{sess: fs})
 	}
-	for _, t := range targets {
+	main := a.targets[0].sess
+	for _, t := range a.targets {
+		t.frames, t.root, t.doc = nil, "", nil
 		var tree struct {
 			FrameTree json.RawMessage `json:"frameTree"`
 		}
 		if err := cdpCall(ctx, t.sess, "Page.getFrameTree", nil, &tree); err != nil {
 			if t.sess == main {
-				return targets, cleanup, err
+				return a, err
 			}
 			continue
 		}
@@ -156,14 +170,31 @@ func (s *Session) attach(ctx context.Context) ([]*target, func(), error) {
 		}
 		if err := cdpCall(ctx, t.sess, "DOM.getDocument", map[string]any{"depth": -1, "pierce": true}, &doc); err != nil {
 			if t.sess == main {
-				return targets, cleanup, err
+				return a, err
 			}
 			continue
 		}
 		doc.Root.scrub()
 		t.doc = doc.Root
 	}
-	return targets, cleanup, nil
+	return a, nil
+}
+
+// attached is the CDP sessions of one page and the frames attach has tried to open a session for.
+type attached struct {
+	targets []*target
+	tried   map[playwright.Frame]bool
+}
+
+// close ends the sessions.
+func (a *attached) close() {
+	if a == nil {
+		return
+	}
+	for _, t := range a.targets {
+		detach(t.sess)
+	}
+	a.targets = nil
 }
 
 // detachWait bounds the wait for one CDP session's Detach.
@@ -205,27 +236,285 @@ func flattenFrameTree(raw json.RawMessage, out []frameEntry) []frameEntry {
 	return out
 }
 
-// scanCredentials looks for a credential field in every frame of the page: main, same-process and
-// out-of-process frames, open and closed shadow roots. It returns why the page is withheld, or "";
-// and the URL of the document in the main frame.
-func (s *Session) scanCredentials(ctx context.Context) (why, mainURL string, err error) {
-	targets, cleanup, err := s.attach(ctx)
-	defer cleanup()
+// maxTimerWait bounds waitTimers.
+const maxTimerWait = 1200 * time.Millisecond
+
+// waitTimers waits, at most maxTimerWait, for the main frame's pending timeouts of up to 1 s (see
+// init.js) to have fired, and reports whether it waited.
+func (s *Session) waitTimers(ctx context.Context, sess playwright.CDPSession) bool {
+	end := time.Now().Add(maxTimerWait)
+	waited := false
+	for i := 0; i < 4; i++ {
+		var r struct {
+			Result struct {
+				Value float64 `json:"value"`
+			} `json:"result"`
+		}
+		expr := "typeof globalThis." + s.timers + " === 'function' ? globalThis." + s.timers + "() : 0"
+		if cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r) != nil {
+			return waited
+		}
+		ms := r.Result.Value
+		if ms <= 0 || ms != ms {
+			return waited
+		}
+		d := min(time.Duration(ms*float64(time.Millisecond))+10*time.Millisecond, time.Until(end))
+		if d <= 0 || sleepCtx(ctx, d) != nil {
+			return waited
+		}
+		waited = true
+	}
+	return waited
+}
+
+// pageView is the page's frames as the CDP sessions see them: which session owns a frame, its
+// child frames, and the closed shadow roots in it.
+type pageView struct {
+	att      *attached
+	targets  []*target
+	mainID   string
+	mainURL  string
+	owner    map[string]*target
+	children map[string][]string
+	closed   map[string][]closedRoot
+	frames   []string // every frame, main first
+}
+
+type closedRoot struct {
+	t       *target
+	backend int
+}
+
+// view attaches to the page (reusing prev's sessions when given) and maps its frames.
+func (s *Session) view(ctx context.Context, prev *pageView) (*pageView, error) {
+	var pa *attached
+	if prev != nil {
+		pa = prev.att
+	}
+	att, err := s.attach(ctx, pa)
 	if err != nil {
-		return "", "", err
+		return &pageView{att: att}, err
 	}
+	targets := att.targets
+	v := &pageView{att: att, targets: targets, mainID: targets[0].root, owner: map[string]*target{},
+		children: map[string][]string{}, closed: map[string][]closedRoot{}}
 	if len(targets[0].frames) > 0 {
-		mainURL = targets[0].frames[0].url
+		v.mainURL = targets[0].frames[0].url
 	}
+	// Which session owns a frame: the session rooted at it, else the deepest session listing it.
+	rooted := map[string]bool{}
+	listed := map[string]bool{}
+	for _, t := range targets {
+		for _, f := range t.frames {
+			if f.id == t.root {
+				v.owner[f.id], rooted[f.id] = t, true
+			} else if !rooted[f.id] {
+				v.owner[f.id] = t
+			}
+			if !listed[f.id] {
+				v.frames = append(v.frames, f.id)
+				if f.parent != "" {
+					v.children[f.parent] = append(v.children[f.parent], f.id)
+				}
+			}
+			listed[f.id] = true
+		}
+	}
+	// Closed shadow roots per frame, found in the DOM of the session that renders the frame.
 	for _, t := range targets {
 		if t.doc == nil {
 			continue
 		}
+		var walk func(n *cdpNode, frame string)
+		walk = func(n *cdpNode, frame string) {
+			for _, sr := range n.ShadowRoots {
+				if sr.ShadowRootType == "closed" {
+					v.closed[frame] = append(v.closed[frame], closedRoot{t, sr.BackendNodeID})
+				}
+				walk(sr, frame)
+			}
+			for _, c := range n.Children {
+				walk(c, frame)
+			}
+			if n.ContentDocument != nil && n.FrameID != "" {
+				walk(n.ContentDocument, n.FrameID)
+			}
+		}
+		walk(t.doc, t.root)
+	}
+	return v, nil
+}
+
+// close ends the view's CDP sessions.
+func (v *pageView) close() {
+	if v != nil {
+		v.att.close()
+	}
+}
+
+// domCredential runs the DOM-only check (findCredential) on every session's tree.
+func (v *pageView) domCredential() string {
+	for _, t := range v.targets {
+		if t.doc == nil {
+			continue
+		}
 		if why := findCredential(t.doc); why != "" {
-			return why, mainURL, nil
+			return why
 		}
 	}
-	return "", mainURL, nil
+	return ""
+}
+
+// countNodes counts the nodes of n's tree, stopping at limit.
+func countNodes(n *cdpNode, limit int) int {
+	if n == nil {
+		return 0
+	}
+	c := 1
+	for _, ch := range n.Children {
+		if c >= limit {
+			return c
+		}
+		c += countNodes(ch, limit-c)
+	}
+	for _, sr := range n.ShadowRoots {
+		c += countNodes(sr, limit-c)
+	}
+	return c + countNodes(n.ContentDocument, limit-c)
+}
+
+// readerGroup is the object group of the handles the reader is given.
+const readerGroup = "browser-agent-reader"
+
+// evalFrame runs the reader in frame's isolated world. mode "check" reports only the frame's
+// editable elements; "read" reports them and, in the same synchronous evaluation, the frame's
+// visible text, links and fields.
+func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string, extra map[string]any) (*rawRead, error) {
+	t := v.owner[frame]
+	if t == nil {
+		return nil, fmt.Errorf("frame %s: no session", frame)
+	}
+	var world struct {
+		ID int `json:"executionContextId"`
+	}
+	if err := cdpCall(ctx, t.sess, "Page.createIsolatedWorld", map[string]any{
+		"frameId": frame, "worldName": s.world, "grantUniveralAccess": false,
+	}, &world); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": readerGroup}, nil)
+	}()
+	args := []map[string]any{nil}
+	resolve := func(backend int) string {
+		var r struct {
+			Object struct {
+				ObjectID string `json:"objectId"`
+			} `json:"object"`
+		}
+		if cdpCall(ctx, t.sess, "DOM.resolveNode", map[string]any{
+			"backendNodeId": backend, "executionContextId": world.ID, "objectGroup": readerGroup,
+		}, &r) != nil {
+			return ""
+		}
+		return r.Object.ObjectID
+	}
+	nClosed := 0
+	for _, cr := range v.closed[frame] {
+		if cr.t != t {
+			continue
+		}
+		if id := resolve(cr.backend); id != "" {
+			args = append(args, map[string]any{"objectId": id})
+			nClosed++
+		}
+	}
+	var frameIDs []string
+	if mode != "check" {
+		for _, c := range v.children[frame] {
+			var fo struct {
+				BackendNodeID int `json:"backendNodeId"`
+			}
+			if cdpCall(ctx, t.sess, "DOM.getFrameOwner", map[string]any{"frameId": c}, &fo) != nil || fo.BackendNodeID == 0 {
+				continue
+			}
+			if id := resolve(fo.BackendNodeID); id != "" {
+				args = append(args, map[string]any{"objectId": id})
+				frameIDs = append(frameIDs, c)
+			}
+		}
+	}
+	o := map[string]any{
+		"mode": mode, "closedCount": nClosed, "frameIds": frameIDs, "textCap": s.cfg.textCap,
+		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6,
+	}
+	for k, val := range extra {
+		o[k] = val
+	}
+	args[0] = map[string]any{"value": o}
+	var res struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text      string `json:"text"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	if err := cdpCall(ctx, t.sess, "Runtime.callFunctionOn", map[string]any{
+		"functionDeclaration": readerJS, "executionContextId": world.ID, "arguments": args,
+		"returnByValue": true, "objectGroup": readerGroup,
+	}, &res); err != nil {
+		return nil, err
+	}
+	if res.ExceptionDetails != nil {
+		return nil, fmt.Errorf("reader: %s %s", res.ExceptionDetails.Text, firstLine(res.ExceptionDetails.Exception.Description))
+	}
+	var rr rawRead
+	if err := json.Unmarshal(res.Result.Value, &rr); err != nil {
+		return nil, fmt.Errorf("reader result: %w", err)
+	}
+	if mode == "layout" {
+		rr.Layout = res.Result.Value
+	}
+	return &rr, nil
+}
+
+// controlsCredential says why one frame's editable elements include a credential field, or "".
+func controlsCredential(cs []control) string {
+	for _, c := range cs {
+		if why := credentialField(c); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// checkCredentials looks for a credential field in every frame of the page (main, same-process
+// and out-of-process frames, open and closed shadow roots): the DOM check on every session's
+// tree, and the reader's check, with styles and rendered names, in every frame. It returns why the
+// page is withheld, or "". A frame that cannot be checked is an error for the main frame and a
+// logged miss (the DOM check still covered it) for a child frame.
+func (s *Session) checkCredentials(ctx context.Context, v *pageView) (string, error) {
+	if why := v.domCredential(); why != "" {
+		return why, nil
+	}
+	for _, f := range v.frames {
+		rr, err := s.evalFrame(ctx, v, f, "check", nil)
+		if err != nil {
+			if f == v.mainID {
+				return "", err
+			}
+			s.cfg.logf("bridge: frame not checked: %v", err)
+			continue
+		}
+		if why := controlsCredential(rr.Controls); why != "" {
+			return why, nil
+		}
+	}
+	return "", nil
 }
 
 // snapshot is what the reader returns for a page, frames assembled.
@@ -244,149 +533,58 @@ type rawRead struct {
 		Text string `json:"text"`
 		Href string `json:"href"`
 	} `json:"links"`
-	Fields []Field  `json:"fields"`
-	Frames []string `json:"frames"`
+	Fields   []Field         `json:"fields"`
+	Frames   []string        `json:"frames"`
+	Controls []control       `json:"controls"`
+	NRuns    int             `json:"nRuns"`
+	Layout   json.RawMessage `json:"-"`
 }
 
 // snapshot reads the page in an isolated world per frame. The main frame must still hold a
-// document of opened's origin.
-func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, error) {
-	targets, cleanup, err := s.attach(ctx)
-	defer cleanup()
+// document of opened's origin. The credential check is part of the read: the DOM check before it,
+// the reader's check in the same evaluation as each frame's read, and both again in every frame
+// after it. When any of them finds a credential field, snapshot returns why and no snapshot:
+// nothing read reaches the caller.
+func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, string, error) {
+	v, err := s.view(ctx, nil)
+	defer func() { v.close() }()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	// Which session owns a frame: the session rooted at it, else the deepest session listing it.
-	owner := map[string]*target{}
-	rooted := map[string]bool{}
-	children := map[string][]string{}
-	listed := map[string]bool{}
-	for _, t := range targets {
-		for _, f := range t.frames {
-			if f.id == t.root {
-				owner[f.id], rooted[f.id] = t, true
-			} else if !rooted[f.id] {
-				owner[f.id] = t
-			}
-			if f.parent != "" && !listed[f.id] {
-				children[f.parent] = append(children[f.parent], f.id)
-			}
-			listed[f.id] = true
+	if v.mainID == "" {
+		return nil, "", errors.New("no main frame")
+	}
+	if s.waitTimers(ctx, v.targets[0].sess) {
+		if v, err = s.view(ctx, v); err != nil {
+			return nil, "", err
 		}
 	}
-	// Closed shadow roots per frame, found in the DOM of the session that renders the frame.
-	type closedRoot struct {
-		t       *target
-		backend int
+	mainID := v.mainID
+	if why := v.domCredential(); why != "" {
+		return nil, why, nil
 	}
-	closed := map[string][]closedRoot{}
-	for _, t := range targets {
-		if t.doc == nil {
-			continue
-		}
-		var walk func(n *cdpNode, frame string)
-		walk = func(n *cdpNode, frame string) {
-			for _, sr := range n.ShadowRoots {
-				if sr.ShadowRootType == "closed" {
-					closed[frame] = append(closed[frame], closedRoot{t, sr.BackendNodeID})
-				}
-				walk(sr, frame)
-			}
-			for _, c := range n.Children {
-				walk(c, frame)
-			}
-			if n.ContentDocument != nil && n.FrameID != "" {
-				walk(n.ContentDocument, n.FrameID)
-			}
-		}
-		walk(t.doc, t.root)
-	}
-
-	const group = "browser-agent-reader"
 	reads := map[string]*rawRead{}
+	var why string
 	var read func(frame string, depth int) error
 	read = func(frame string, depth int) error {
-		t := owner[frame]
-		if t == nil || depth > 8 {
+		if v.owner[frame] == nil || depth > 8 || why != "" {
 			return nil
 		}
-		var world struct {
-			ID int `json:"executionContextId"`
+		var rr *rawRead
+		var err error
+		if frame == mainID && s.cfg.pixels && countNodes(v.targets[0].doc, maxPixelNodes+1) <= maxPixelNodes {
+			rr, err = s.readRendered(ctx, v, frame)
+		} else {
+			rr, err = s.evalFrame(ctx, v, frame, "read", nil)
 		}
-		if err := cdpCall(ctx, t.sess, "Page.createIsolatedWorld", map[string]any{
-			"frameId": frame, "worldName": s.world, "grantUniveralAccess": false,
-		}, &world); err != nil {
+		if err != nil {
 			return err
 		}
-		defer func() {
-			_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
-		}()
-		args := []map[string]any{nil}
-		resolve := func(backend int) string {
-			var r struct {
-				Object struct {
-					ObjectID string `json:"objectId"`
-				} `json:"object"`
-			}
-			if cdpCall(ctx, t.sess, "DOM.resolveNode", map[string]any{
-				"backendNodeId": backend, "executionContextId": world.ID, "objectGroup": group,
-			}, &r) != nil {
-				return ""
-			}
-			return r.Object.ObjectID
+		if w := controlsCredential(rr.Controls); w != "" {
+			why = w
+			return nil
 		}
-		nClosed := 0
-		for _, cr := range closed[frame] {
-			if cr.t != t {
-				continue
-			}
-			if id := resolve(cr.backend); id != "" {
-				args = append(args, map[string]any{"objectId": id})
-				nClosed++
-			}
-		}
-		var frameIDs []string
-		for _, c := range children[frame] {
-			var fo struct {
-				BackendNodeID int `json:"backendNodeId"`
-			}
-			if cdpCall(ctx, t.sess, "DOM.getFrameOwner", map[string]any{"frameId": c}, &fo) != nil || fo.BackendNodeID == 0 {
-				continue
-			}
-			if id := resolve(fo.BackendNodeID); id != "" {
-				args = append(args, map[string]any{"objectId": id})
-				frameIDs = append(frameIDs, c)
-			}
-		}
-		args[0] = map[string]any{"value": map[string]any{
-			"closedCount": nClosed, "frameIds": frameIDs, "textCap": s.cfg.textCap,
-			"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6,
-		}}
-		var res struct {
-			Result struct {
-				Value json.RawMessage `json:"value"`
-			} `json:"result"`
-			ExceptionDetails *struct {
-				Text      string `json:"text"`
-				Exception struct {
-					Description string `json:"description"`
-				} `json:"exception"`
-			} `json:"exceptionDetails"`
-		}
-		if err := cdpCall(ctx, t.sess, "Runtime.callFunctionOn", map[string]any{
-			"functionDeclaration": readerJS, "executionContextId": world.ID, "arguments": args,
-			"returnByValue": true, "objectGroup": group,
-		}, &res); err != nil {
-			return err
-		}
-		if res.ExceptionDetails != nil {
-			return fmt.Errorf("reader: %s %s", res.ExceptionDetails.Text, firstLine(res.ExceptionDetails.Exception.Description))
-		}
-		var rr rawRead
-		if err := json.Unmarshal(res.Result.Value, &rr); err != nil {
-			return fmt.Errorf("reader result: %w", err)
-		}
-		reads[frame] = &rr
+		reads[frame] = rr
 		for _, c := range rr.Frames {
 			if err := read(c, depth+1); err != nil {
 				s.cfg.logf("bridge: frame not read: %v", err)
@@ -394,22 +592,33 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, error
 		}
 		return nil
 	}
-	mainID := targets[0].root
-	if mainID == "" {
-		return nil, errors.New("no main frame")
-	}
 	if err := read(mainID, 0); err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if why != "" {
+		return nil, why, nil
 	}
 	if !sameOrigin(reads[mainID].URL, opened) {
-		return nil, ErrPageChanged
+		return nil, "", ErrPageChanged
+	}
+	// Every frame again, after the read: a frame or field added while the frames were read.
+	after, err := s.view(ctx, v)
+	v = after // its sessions, reused, are closed with it
+	if err != nil {
+		return nil, "", err
+	}
+	if why, err := s.checkCredentials(ctx, after); err != nil || why != "" {
+		return nil, why, err
+	}
+	if !sameOrigin(after.mainURL, opened) {
+		return nil, "", ErrPageChanged
 	}
 	snap := &snapshot{title: reads[mainID].Title}
 	var links []rawLink
 	snap.text = s.assemble(mainID, reads, &links, &snap.fields, 0)
 	snap.text = capText(collapseBlankLines(snap.text), s.cfg.textCap)
 	snap.links = s.decideLinks(links)
-	return snap, nil
+	return snap, "", nil
 }
 
 type rawLink struct{ text, href string }

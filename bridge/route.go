@@ -119,7 +119,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		} else {
 			resp, err = f.doWrite(ctx, s, method, cur, hdr, body)
 		}
-		if e := s.budgetResponse(resp, brd); e != nil {
+		if e := s.budgetResponse(resp, err, brd); e != nil {
 			return &fetched{hops: hops}, e
 		}
 		if err != nil {

@@ -58,6 +58,7 @@ type Session struct {
 	budget  *budget
 	sink    *sink
 	world   string // name of the reader's isolated world
+	timers  string // name of init.js's pending-timers function in the main world
 	version string
 	pid     int
 	ua      string // the browser's User-Agent, sent on the bridge's own document fetches
@@ -133,7 +134,7 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 		return nil, fmt.Errorf("launch: %w", err)
 	}
 	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8),
-		budget: newBudget(pol.Limits(), cfg.bodyCap)}
+		timers: "__ba_" + randomHex(8), budget: newBudget(pol.Limits(), cfg.bodyCap)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
@@ -185,7 +186,8 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	if err := s.verifyBrowser(ctx); err != nil {
 		return s, fmt.Errorf("launch: %w", err)
 	}
-	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(initScript)}); err != nil {
+	script := strings.ReplaceAll(initScript, "__BA_TIMERS__", s.timers)
+	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(script)}); err != nil {
 		return s, fmt.Errorf("launch: init script: %w", err)
 	}
 	all := func(string) bool { return true }
@@ -325,7 +327,9 @@ func (s *Session) record(d RequestDecision) {
 	s.decisions = append(s.decisions, d)
 	s.mu.Unlock()
 	if d.Verdict != policy.Allow {
-		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, d.URL, d.Frame, d.Reason)
+		// The URL a page chose is logged as policy.LogURL keeps it: never its query or a
+		// path a route leaves open.
+		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, s.pol.LogURL(d.URL), d.Frame, d.Reason)
 	}
 	if s.cfg.hook != nil {
 		s.cfg.hook(d)
@@ -424,22 +428,18 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	}
 
 	st := &pageState{url: f.url, status: f.status, hops: f.hops, truncated: f.truncated}
-	cred, murl, err := s.scanCredentials(ctx)
-	if err != nil {
-		return page, fmt.Errorf("open %s: credential scan: %w", redactURL(f.url), err)
-	}
-	if !sameOrigin(murl, f.url) || !sameOrigin(s.page.URL(), f.url) {
+	if !sameOrigin(s.page.URL(), f.url) {
 		return page, fmt.Errorf("open %s: %w", redactURL(f.url), ErrPageChanged)
+	}
+	snap, cred, err := s.snapshot(ctx, f.url)
+	if err != nil {
+		return page, fmt.Errorf("open %s: read: %w", redactURL(f.url), err)
 	}
 	if cred != "" {
 		st.withheld = true
 		s.setCur(st)
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(f.url), cred)
 		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", redactURL(f.url), ErrCredentialRequired)
-	}
-	snap, err := s.snapshot(ctx, f.url)
-	if err != nil {
-		return page, fmt.Errorf("open %s: read: %w", redactURL(f.url), err)
 	}
 	st.title, st.text, st.links, st.fields = snap.title, snap.text, snap.links, snap.fields
 	s.setCur(st)
@@ -470,11 +470,16 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if st.withheld {
 		return nil, ErrCredentialRequired
 	}
-	cred, murl, err := s.scanCredentials(ctx)
+	v, err := s.view(ctx, nil)
+	defer v.close()
 	if err != nil {
 		return nil, fmt.Errorf("credential scan: %w", err)
 	}
-	if !sameOrigin(murl, st.url) || !sameOrigin(s.page.URL(), st.url) {
+	cred, err := s.checkCredentials(ctx, v)
+	if err != nil {
+		return nil, fmt.Errorf("credential scan: %w", err)
+	}
+	if !sameOrigin(v.mainURL, st.url) || !sameOrigin(s.page.URL(), st.url) {
 		return nil, ErrPageChanged
 	}
 	if cred != "" {

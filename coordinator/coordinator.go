@@ -305,6 +305,9 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 		return r.finish(ctx, StatusRejected, err.Error()) // a *policy.TaskError naming what was wrong
 	}
 	r.res.Task, r.res.RecordID = task.Text, task.RecordID
+	if c.pol != nil {
+		r.redact = c.pol.Redactor(policy.NewRedactionKey(), task.RecordID)
+	}
 	switch {
 	case c.pol == nil:
 		return r.finish(ctx, StatusRejected, "no policy")
@@ -351,7 +354,15 @@ type run struct {
 	denial   string // reason of the last denied or refused call, "" when none
 	page     *curPage
 	finished bool
-	closer   io.Closer // the browser Run launched; closed before the end is recorded
+	// redact turns every URL a step or a request decision carries into what may be stored and
+	// printed (see policy.Redactor): set once the task's record identifier is known.
+	redact *policy.Redactor
+	// shown are the canonical URLs this run was presented with (allowed links listed, pages the
+	// site ended on); listed are the last list_links's URLs by number. open_url opens only these
+	// and the policy's routes filled with the task's record identifier.
+	shown  map[string]bool
+	listed []string
+	closer io.Closer // the browser Run launched; closed before the end is recorded
 }
 
 // closeBrowser stops the browser Run launched.
@@ -391,7 +402,7 @@ func (r *run) record() RunRecord {
 		Preset:           r.res.Preset,
 		Model:            r.res.Model,
 		Status:           r.res.Status,
-		Reason:           r.res.Reason,
+		Reason:           r.auditText(r.res.Reason),
 		StepCount:        len(r.res.Steps),
 		PromptTokens:     r.res.Usage.PromptTokens,
 		CompletionTokens: r.res.Usage.CompletionTokens,
@@ -459,11 +470,16 @@ func (r *run) fail(ctx context.Context, reason string) (Status, string) {
 func (r *run) addStep(ctx context.Context, s Step) error {
 	s.N = len(r.res.Steps) + 1
 	s.Duration = max(s.Duration, 0)
+	if r.redact != nil {
+		// From here the step is recorded, reported and returned: it keeps no string that a page
+		// or the model chose.
+		s.URL, s.Rule = r.redact.URL(s.URL), r.redact.Rule(s.Rule)
+	}
 	r.res.Steps = append(r.res.Steps, s)
 	if r.c.rec != nil {
 		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
-			RunID: r.res.RunID, N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict.String(),
-			Rule: s.Rule, Reason: s.Reason, Layer: s.Layer, Duration: s.Duration, BytesReturned: s.Bytes,
+			RunID: r.res.RunID, N: s.N, Tool: auditTool(s.Tool), URL: s.URL, Verdict: s.Verdict.String(),
+			Rule: s.Rule, Reason: r.auditText(s.Reason), Layer: s.Layer, Duration: s.Duration, BytesReturned: s.Bytes,
 		})
 		if err != nil {
 			return err
@@ -485,6 +501,11 @@ func (r *run) recordEgress(ctx context.Context, n int) error {
 		return nil
 	}
 	for _, d := range log.TakeDecisions() {
+		if r.redact != nil {
+			d.URL, d.Rule = r.redact.URL(d.URL), r.redact.Rule(d.Rule)
+		} else {
+			d.URL = "" // no task, no redactor: nothing a page chose is kept
+		}
 		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
 			RunID: r.res.RunID, N: n, Tool: ToolRequest, URL: d.URL, Verdict: d.Verdict.String(),
 			Rule: d.Rule, Reason: d.Reason, Layer: d.Layer,

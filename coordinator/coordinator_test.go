@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -215,11 +216,14 @@ func TestCompromisedModel(t *testing.T) {
 			wantReason: "unsupported answer: no fields were extracted from source " + s42 + " in this run",
 		},
 		{
+			// The model writes another record's URL itself: open_url refuses it (no page of the run
+			// presented it), so nothing was extracted from it. TestAnotherRecordCited reaches such
+			// a page through a link.
 			name:       "another record's page cited",
 			task:       "Look up SYN-0042",
 			steps:      []coordinator.ScriptStep{open(r43), extract(), answer("SYN-0042", map[string]string{"Status": rec43.Status, "Name": rec43.Name}, r43)},
 			wantStatus: coordinator.StatusBlocked,
-			wantReason: "unsupported answer: source " + r43 + " is not about record SYN-0042",
+			wantReason: "unsupported answer: no fields were extracted from source " + r43 + " in this run",
 		},
 		{
 			name:       "another record's ID claimed",
@@ -374,7 +378,9 @@ func TestDenied(t *testing.T) {
 			if env["reason"] != tt.wantReason || env["untrusted_page_data"] != nil {
 				t.Errorf("tool result: got %v", env)
 			}
-			if len(rec.steps) != 2 || rec.steps[0].Verdict != "deny" || rec.steps[0].Reason != tt.wantReason {
+			// The audit keeps the reason without the argument names the model made up (issue 11).
+			wantRec := regexp.MustCompile(`"(method|URL|selector|n)"`).ReplaceAllString(tt.wantReason, `"(redacted)"`)
+			if len(rec.steps) != 2 || rec.steps[0].Verdict != "deny" || rec.steps[0].Reason != wantRec {
 				t.Errorf("recorded steps: got %+v", rec.steps)
 			}
 		})
@@ -524,6 +530,24 @@ func TestEnvelope(t *testing.T) {
 }
 
 // TestBrowserLies: the coordinator does not trust the browser's own verdicts.
+// TestAnotherRecordCited: a page of the run links to another record's page; the model opens it,
+// extracts its fields and cites it for the task's record. The answer check refuses the source.
+func TestAnotherRecordCited(t *testing.T) {
+	const origin = "http://127.0.0.1:8081"
+	pol, _ := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
+	r42, r43 := origin+"/records/SYN-0042", origin+"/records/SYN-0043"
+	b := browsertest.NewPages(map[string]browsertest.Page{
+		r42: {Text: "ok", Links: []bridge.Link{{N: 1, Text: "see also", URL: r43}}},
+		r43: {Text: "ok", Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0043"}, {Label: "Status", Value: "Closed"}}},
+	})
+	model := script(open(r42), call("list_links", `{}`), call("open_url", `{"link":1}`), extract(),
+		answer("SYN-0042", map[string]string{"Status": "Closed"}, r43))
+	res := coordinator.New(pol).Run(t.Context(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: b})
+	if want := "unsupported answer: source " + r43 + " is not about record SYN-0042"; res.Status != coordinator.StatusBlocked || res.Reason != want {
+		t.Errorf("Run:\n\tgot  %s: %s\n\twant blocked: %s", res.Status, res.Reason, want)
+	}
+}
+
 func TestBrowserLies(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
 	pol, _ := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
@@ -536,6 +560,12 @@ func TestBrowserLies(t *testing.T) {
 				{N: 1, Text: "off-site", URL: "https://example.com/", Allowed: true, Reason: "allowed read route"},
 				{N: 2, Text: "delete", URL: origin + "/records/SYN-0042/delete?confirm=yes", Allowed: true},
 				{N: 3, Text: "relative", URL: "/sources/b/SYN-0042", Allowed: false},
+				// The pages the model then opens are linked, so that open_url takes them as
+				// presented (a URL the model wrote itself is refused before the browser).
+				{N: 4, Text: "43", URL: origin + "/records/SYN-0043"},
+				{N: 5, Text: "44", URL: origin + "/records/SYN-0044"},
+				{N: 6, Text: "45", URL: origin + "/records/SYN-0045"},
+				{N: 7, Text: "46", URL: origin + "/records/SYN-0046"},
 			},
 		},
 		origin + "/records/SYN-0043": {Text: secret, FinalURL: "https://evil.example/records/SYN-0043"},
@@ -551,8 +581,12 @@ func TestBrowserLies(t *testing.T) {
 	tm := toolMessages(model.last)
 	links, _ := coordinator.DecodeResult(tm[1].Content)
 	ls := links["untrusted_page_data"].(map[string]any)["links"].([]any)
-	wantAllowed := []bool{false, false, true}
-	wantURL := []string{"https://example.com/", origin + "/records/SYN-0042/delete?confirm=yes", origin + "/sources/b/SYN-0042"}
+	wantAllowed := []bool{false, false, true, true, true, true, true}
+	wantURL := []string{"https://example.com/", origin + "/records/SYN-0042/delete?confirm=yes", origin + "/sources/b/SYN-0042",
+		origin + "/records/SYN-0043", origin + "/records/SYN-0044", origin + "/records/SYN-0045", origin + "/records/SYN-0046"}
+	if len(ls) != len(wantURL) {
+		t.Fatalf("got %d links, want %d", len(ls), len(wantURL))
+	}
 	for i, l := range ls {
 		m := l.(map[string]any)
 		if m["allowed"] != wantAllowed[i] || m["url"] != wantURL[i] {

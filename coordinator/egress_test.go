@@ -2,6 +2,8 @@ package coordinator_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/browser-agent/browser-agent/bridge"
@@ -70,5 +72,101 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 	}
 	if proxyDenials != len(opens) || browserAllows != len(opens) {
 		t.Errorf("request records: got %d proxy denials and %d browser allows, want %d of each", proxyDenials, browserAllows, len(opens))
+	}
+}
+
+// secretBrowser reports, after each Open, requests a page chose with a secret in every part of
+// the URL and in the method, from both layers, allowed and denied.
+type secretBrowser struct {
+	coordinator.Browser
+	origin  string
+	pending []coordinator.NetDecision
+}
+
+const plantedSecret = "ZQXplanted4410"
+
+func (b *secretBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
+	p, err = b.Browser.Open(ctx, url)
+	for _, layer := range []string{coordinator.LayerBrowser, coordinator.LayerProxy} {
+		b.pending = append(b.pending,
+			coordinator.NetDecision{Method: "GET", URL: b.origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
+			coordinator.NetDecision{Method: plantedSecret, URL: b.origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},
+			coordinator.NetDecision{Method: "GET", URL: "http://" + plantedSecret + ".evil.example/" + plantedSecret, Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: layer},
+		)
+	}
+	return p, err
+}
+
+func (b *secretBrowser) TakeDecisions() []coordinator.NetDecision {
+	out := b.pending
+	b.pending = nil
+	return out
+}
+
+// TestAuditKeepsNoChosenString checks the audit promise at the point where decisions become rows:
+// a secret a page put in a request's path, query, fragment, host or method reaches neither the
+// recorder nor the result, while the record's own path stays readable.
+func TestAuditKeepsNoChosenString(t *testing.T) {
+	d := startDemo(t)
+	rec := newRecorder()
+	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
+	b := &secretBrowser{Browser: browsertest.NewHTTP(d.pol), origin: d.srv.URL}
+	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: coordinator.Offline(), Browser: b})
+	if res.Status != coordinator.StatusAnswered {
+		t.Fatalf("status: got %s (%s), want answered", res.Status, res.Reason)
+	}
+	requests, recordPath := 0, false
+	for _, s := range rec.steps {
+		all := strings.Join([]string{s.Tool, s.URL, s.Rule, s.Reason, s.Layer, s.Verdict}, " ")
+		if strings.Contains(strings.ToLower(all), strings.ToLower(plantedSecret)) {
+			t.Errorf("step %d recorded a planted string: %+v", s.N, s)
+		}
+		if s.Tool == coordinator.ToolRequest {
+			requests++
+		}
+		if s.URL == d.url("/records/SYN-0042") {
+			recordPath = true
+		}
+	}
+	if requests == 0 || !recordPath {
+		t.Fatalf("recorded %d request decisions, record path kept %t: the test saw nothing", requests, recordPath)
+	}
+	for _, s := range res.Steps {
+		if strings.Contains(s.URL+s.Rule+s.Reason, plantedSecret) {
+			t.Errorf("result step %d holds a planted string: %+v", s.N, s)
+		}
+	}
+}
+
+// TestAuditKeepsNoModelString: a model that writes a string of its choosing into a tool name, an
+// argument name, a claimed field and a cited source gets it into no audit row (the run's reason
+// included), though the model itself is told what was wrong.
+func TestAuditKeepsNoModelString(t *testing.T) {
+	d := startDemo(t)
+	rec := newRecorder()
+	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
+	const s = "ZQXmodel4410"
+	model := script(
+		call(s, `{}`),
+		call("open_url", `{"`+s+`":1}`),
+		open(d.url("/records/SYN-0042")), extract(),
+		answer("SYN-0042", map[string]string{s: "x"}, d.url("/records/"+s)),
+	)
+	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: browsertest.NewHTTP(d.pol)})
+	if res.Status != coordinator.StatusBlocked {
+		t.Fatalf("status %s (%s), want blocked", res.Status, res.Reason)
+	}
+	if len(rec.steps) < 4 {
+		t.Fatalf("recorded %d steps: the test saw nothing", len(rec.steps))
+	}
+	for _, st := range rec.steps {
+		if strings.Contains(fmt.Sprintf("%+v", st), s) {
+			t.Errorf("recorded step holds the model's string: %+v", st)
+		}
+	}
+	for _, r := range rec.runs {
+		if strings.Contains(r.Reason, s) {
+			t.Errorf("recorded run reason holds the model's string: %s", r.Reason)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,22 @@ const (
 	ReasonRedirectLoop  = bridge.ReasonRedirectLoop
 	ReasonUnsupported   = "unsupported content type"
 	ReasonNoSearchRoute = "policy has no search route"
+	// ReasonComposedURL: open_url was given a URL the policy allows but that no page, search
+	// result or redirect of this run presented and that is not one of the policy's routes filled
+	// with the task's record identifier. The model cannot write a string of its choosing into a
+	// request.
+	ReasonComposedURL = "url not presented in this run"
+	// ReasonSearchQuery: search_site was asked for something other than the task's record
+	// identifier.
+	ReasonSearchQuery = "search query is not the task's record identifier"
+	// ReasonNoLink: open_url was given a link number that the last list_links did not list.
+	ReasonNoLink = "no such link in the last list_links"
+)
+
+// Rules of the coordinator's own provenance refusals.
+const (
+	RuleProvenance = "url provenance"
+	RuleSearch     = "search query"
 )
 
 // ResultPreface starts every tool result given to the model. The JSON that follows is encoded by
@@ -67,13 +84,13 @@ const ResultPreface = "Tool result from the browser-agent coordinator, as one JS
 var tools = []ToolSpec{
 	{
 		Name:        ToolSearchSite,
-		Description: "Search the approved site for a query (a record ID or a name). Opens the site's search page and returns it like open_url.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":200,"description":"what to search for, e.g. SYN-0042"}},"required":["query"],"additionalProperties":false}`),
+		Description: "Search the approved site for the task's record ID (the only query allowed). Opens the site's search page and returns it like open_url.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":200,"description":"the task's record ID, e.g. SYN-0042"}},"required":["query"],"additionalProperties":false}`),
 	},
 	{
 		Name:        ToolOpenURL,
-		Description: "Open a URL on the approved site (read only). Returns the final URL, title, HTTP status, the first chunk of visible text and whether more follows, or the policy's denial and its reason.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":2048,"description":"absolute URL, or relative to the current page"}},"required":["url"],"additionalProperties":false}`),
+		Description: "Open a page on the approved site (read only): a link by its number n from the last list_links, a URL a page or search result of this run showed, or the site's own page for the task's record (e.g. /records/SYN-0042). A URL you write yourself is refused. Returns the final URL, title, HTTP status, the first chunk of visible text and whether more follows, or the denial and its reason.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":2048,"description":"absolute URL, or relative to the current page"},"link":{"type":"integer","minimum":1,"description":"the number n of a link from the last list_links"}},"additionalProperties":false}`),
 	},
 	{
 		Name:        ToolReadPage,
@@ -385,11 +402,31 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 		if err != nil {
 			return refused(call.Name, LayerPolicy, "", ReasonNoSearchRoute)
 		}
+		// The query is what the policy allows a search for: the task's record identifier. Any
+		// other string (the task's words, page text) could carry data out in the request. The
+		// policy decides first, so that a write still reads as a write.
+		if d, err := r.c.pol.Decide(policy.DecideArgs{Method: "GET", URL: u}); err == nil && d.Allowed() &&
+			!strings.EqualFold(strings.TrimSpace(q), r.res.RecordID) {
+			return refused(call.Name, LayerCoordinator, RuleSearch, ReasonSearchQuery)
+		}
 		return r.open(ctx, call.Name, u)
 	case ToolOpenURL:
-		args, err := parseObject(call.Args, "url")
+		args, err := parseObject(call.Args, "url", "link")
 		if err != nil {
 			return refusedArgs(call.Name, err.Error())
+		}
+		_, hasURL := args["url"]
+		n, hasLink, err := intArg(args, "link")
+		switch {
+		case err != nil:
+			return refusedArgs(call.Name, err.Error())
+		case hasURL && hasLink:
+			return refusedArgs(call.Name, `give either "url" or "link", not both`)
+		case hasLink:
+			if n < 1 || n > len(r.listed) {
+				return refusedArgs(call.Name, ReasonNoLink)
+			}
+			return r.open(ctx, call.Name, r.listed[n-1])
 		}
 		u, err := checkURLArg(args)
 		if err != nil {
@@ -439,6 +476,14 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		}
 		return r.denied(tool, d.URL, LayerPolicy, d.Rule, reason)
 	}
+	// After the policy's verdict (a write still reads as a write): open_url opens only what this
+	// run was shown, or the policy's own routes filled with the task's record identifier.
+	if tool == ToolOpenURL && !r.shown[d.URL] && !r.c.pol.FilledTemplate(d.URL, r.res.RecordID) {
+		return outcome{
+			step:    Step{Tool: tool, URL: d.URL, Verdict: policy.Deny, Rule: RuleProvenance, Reason: ReasonComposedURL, Layer: LayerCoordinator},
+			content: encodeResult(envelope{Tool: tool, Status: resultRefused, Rule: RuleProvenance, Reason: ReasonComposedURL}),
+		}
+	}
 	// From here the browser may be on another page, whatever happens.
 	r.page = nil
 	page, err := r.a.Browser.Open(ctx, d.URL)
@@ -452,6 +497,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		return r.denied(tool, final.URL, LayerCoordinator, final.Rule, ReasonFinalURL+": "+orNoRule(final.Reason))
 	}
 	r.page = &curPage{url: final.URL, next: page.Next, more: page.More}
+	r.show(final.URL) // the page the site (or its allowed redirect) ended on
 	content := encodeResult(envelope{
 		Tool: tool, Status: resultOK, Source: final.URL, RetrievedAt: now.Format(time.RFC3339Nano),
 		Untrusted: pageData{
@@ -464,6 +510,19 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		content: content,
 	}
 }
+
+// show records a canonical URL this run was presented with.
+func (r *run) show(u string) {
+	if r.shown == nil {
+		r.shown = map[string]bool{}
+	}
+	if len(r.shown) < maxShown {
+		r.shown[u] = true
+	}
+}
+
+// maxShown bounds the URLs remembered as presented (a page cannot grow it without bound).
+const maxShown = 5000
 
 func orNoRule(reason string) string {
 	if reason == "" {
@@ -488,7 +547,7 @@ func (r *run) browserError(tool, url string, err error) outcome {
 		return outcome{
 			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Reason: ReasonCredential, Layer: LayerBrowser},
 			stop:       StatusHuman,
-			stopReason: "sign-in required: a credential field is on the page opened from " + url + "; a person must take over",
+			stopReason: "sign-in required: a credential field is on the page opened from " + r.redact.URL(url) + "; a person must take over",
 		}
 	case errors.Is(err, bridge.ErrNoPage):
 		r.page = nil
@@ -587,6 +646,7 @@ func (r *run) links(ctx context.Context) outcome {
 		return r.browserError(ToolListLinks, url, err)
 	}
 	out := make([]linkData, 0, min(len(ls), maxLinks))
+	r.listed = r.listed[:0]
 	for i, l := range ls {
 		if i == maxLinks {
 			break
@@ -607,6 +667,13 @@ func (r *run) links(ctx context.Context) outcome {
 		} else {
 			ld.URL = clip(l.URL, MaxURLLength)
 		}
+		if ld.Allowed {
+			r.show(ld.URL) // a link the page presented: open_url may open it, by URL or number
+		}
+		// The link's number in this list, for open_url {"link": n}: the n-th entry, whatever the
+		// browser numbered it.
+		ld.N = len(out) + 1
+		r.listed = append(r.listed, ld.URL)
 		out = append(out, ld)
 	}
 	return outcome{
@@ -648,4 +715,52 @@ func (r *run) fields(ctx context.Context) outcome {
 		content: encodeResult(envelope{Tool: ToolExtractFields, Status: resultOK, Source: url, RetrievedAt: now.Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"fields": out}}),
 	}
+}
+
+// Audit text. A step's or a run's reason may quote what the model wrote (an argument name, a
+// claimed field, a cited source); the audit never stores a string the model or a page chose, so
+// before a reason becomes an audit row every URL in it goes through the run's Redactor and every
+// quoted string that is not one of the tools' own names becomes "(redacted)". The model still sees
+// the full reason in its tool result.
+
+var (
+	reURLInText    = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"]+`)
+	reQuotedInText = regexp.MustCompile(`"[^"]*"`)
+	ownWords       = map[string]bool{
+		`"url"`: true, `"link"`: true, `"query"`: true, `"offset"`: true,
+		`"` + ToolSearchSite + `"`: true, `"` + ToolOpenURL + `"`: true, `"` + ToolReadPage + `"`: true,
+		`"` + ToolListLinks + `"`: true, `"` + ToolExtractFields + `"`: true,
+	}
+)
+
+// auditText is s as the audit may store it (see above).
+func (r *run) auditText(s string) string {
+	s = reURLInText.ReplaceAllStringFunc(s, func(u string) string {
+		trail := ""
+		for len(u) > 0 && strings.ContainsRune(".,;:)", rune(u[len(u)-1])) {
+			trail = u[len(u)-1:] + trail
+			u = u[:len(u)-1]
+		}
+		if r.redact == nil {
+			return "(url)" + trail
+		}
+		if red := r.redact.URL(u); red != "" {
+			return red + trail
+		}
+		return "(url)" + trail
+	})
+	return reQuotedInText.ReplaceAllStringFunc(s, func(q string) string {
+		if ownWords[q] {
+			return q
+		}
+		return `"(redacted)"`
+	})
+}
+
+// auditTool is a step's tool name as the audit may store it: a name the model made up is not kept.
+func auditTool(name string) string {
+	if contains(toolNames(), name) || name == ToolAnswer || name == ToolRequest {
+		return name
+	}
+	return "(unknown tool)"
 }

@@ -21,7 +21,7 @@ func TestEmbeddedPolicyAllowsExactlyTheReadRoutes(t *testing.T) {
 		t.Fatalf("embedded policy for %s: %v", srv.URL, err)
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	reads := []string{"/", "/search?q=SYN-0042", "/records/SYN-0042", "/sources/b/SYN-0042", "/about", "/offsite", "/login", "/records/SYN-0013"}
+	reads := []string{"/", "/search?q=SYN-0042", "/records/SYN-0042", "/sources/b/SYN-0042", "/about", "/offsite", "/login", "/records/SYN-0013", "/login?next=/records/SYN-0013", "/search"}
 	for _, path := range reads {
 		d, err := p.Decide(policy.DecideArgs{URL: srv.URL + path})
 		if err != nil || !d.Allowed() {
@@ -44,6 +44,13 @@ func TestEmbeddedPolicyAllowsExactlyTheReadRoutes(t *testing.T) {
 		{"GET", "/records/SYN-0042/edit"},
 		{"GET", "/go/3"},
 		{"POST", "/login"},
+		// What a model obeying page text tried: a state change under a read route's parameter,
+		// a parameter no route names, a segment a server decodes into more segments.
+		{"GET", "/records/SYN-0042?public=1"},
+		{"GET", "/records/SYN-0042/close"},
+		{"GET", "/search?q=SYN-0042&action=deleterecord"},
+		{"GET", "/records/..%2Fadmin"},
+		{"GET", "/sources/b/..;/admin"},
 	}
 	for _, w := range writes {
 		d, err := p.Decide(policy.DecideArgs{Method: w.method, URL: srv.URL + w.path})

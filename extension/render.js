@@ -40,19 +40,61 @@ export function fmtTime(iso) {
   return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
 }
 
+// plural writes "1 step", "2 steps".
+export function plural(n, one, many) {
+  return n + " " + (n === 1 ? one : (many || one + "s"));
+}
+
+const OUTCOME = { answered: "answered", uncertain: "uncertain", blocked: "blocked" };
+
 // stepItem is one row of the step stream: number, tool, target, verdict, reason. Denials stand out.
+// The final answer step is labelled by how the run ends (answered, uncertain, blocked), not as a
+// policy denial.
 export function stepItem(s) {
-  const deny = s.verdict !== "allow";
-  return el("li", { class: "step " + (deny ? "deny" : "allow"), "data-verdict": s.verdict, "data-tool": s.tool },
+  const outcome = OUTCOME[s.outcome];
+  const deny = !outcome && s.verdict !== "allow";
+  const cls = "step " + (outcome ? "outcome outcome-" + outcome : deny ? "deny" : "allow");
+  const label = outcome || (deny ? "denied" : "allowed");
+  const vcls = "verdict " + (outcome ? "verdict-" + outcome : deny ? "verdict-deny" : "verdict-allow");
+  return el("li", { class: cls, "data-verdict": s.verdict, "data-tool": s.tool, "data-outcome": outcome || null },
     el("span", { class: "step-n", text: String(s.n) }),
     el("span", { class: "step-main" },
       el("span", { class: "step-tool", text: s.tool }),
       s.url ? el("code", { class: "step-url", text: s.url, title: s.url }) : null,
       el("span", { class: "step-reason" },
-        el("span", { class: "verdict " + (deny ? "verdict-deny" : "verdict-allow"), text: deny ? "denied" : "allowed" }),
+        el("span", { class: vcls, text: label }),
         " " + (s.reason || ""),
         s.layer ? el("span", { class: "step-layer", text: " · " + s.layer }) : null,
         s.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null)));
+}
+
+// compareTable shows every field the run extracted about its record, one column per source:
+// the agreeing fields and the conflicting ones, each with its value from both sources. On narrow
+// screens the rows stack (each cell says its source).
+export function compareTable(res) {
+  const ev = (res.evidence || []).filter((e) => !res.record_id || e.record_id === res.record_id);
+  const urls = [];
+  const labels = [];
+  const val = new Map();
+  for (const e of ev) {
+    if (!urls.includes(e.url)) urls.push(e.url);
+    if (!labels.includes(e.label)) labels.push(e.label);
+    if (!val.has(e.label + "\u0000" + e.url)) val.set(e.label + "\u0000" + e.url, e.value);
+  }
+  const conflicting = new Set((res.conflicts || []).map((c) => c.label));
+  const head = el("tr", {}, el("th", { text: "Field" }));
+  urls.forEach((u, i) => head.append(el("th", {}, el("span", { class: "source-n", text: "Source " + (i + 1) + " " }), el("code", { text: u, title: u }))));
+  const body = el("tbody");
+  for (const l of labels) {
+    const vals = urls.map((u) => val.get(l + "\u0000" + u));
+    const present = vals.filter((v) => v !== undefined);
+    const conflict = conflicting.has(l) || new Set(present).size > 1;
+    const row = el("tr", { class: conflict ? "row-conflict" : "row-agree", "data-field": l },
+      el("th", { scope: "row" }, l, el("span", { class: "tag " + (conflict ? "tag-conflict" : "tag-agree"), text: conflict ? "conflict" : "agree" })));
+    vals.forEach((v, i) => row.append(el("td", { "data-source": "Source " + (i + 1) + ": " + urls[i], text: v === undefined ? "\u2014" : v })));
+    body.append(row);
+  }
+  return el("div", { class: "conflict-wrap" }, el("table", { class: "conflict compare" }, el("thead", {}, head), body));
 }
 
 // resultView renders a run's result: status, reason, fields, sources with retrieval times, and
@@ -72,18 +114,7 @@ export function resultView(res, info) {
     box.append(el("h4", { text: "Fields" }), dl);
   }
   if (res.conflicts && res.conflicts.length) {
-    box.append(el("h4", { text: "Conflicting values" }));
-    for (const c of res.conflicts) {
-      const t = el("table", { class: "conflict" });
-      const head = el("tr", {}, el("th", { text: c.label }));
-      const row = el("tr", {}, el("th", { text: "value" }));
-      for (const v of c.values) {
-        head.append(el("th", {}, el("code", { text: v.url, title: v.url })));
-        row.append(el("td", { text: v.value }));
-      }
-      t.append(el("thead", {}, head), el("tbody", {}, row));
-      box.append(el("div", { class: "conflict-wrap" }, t));
-    }
+    box.append(el("h4", { text: "Every field, by source" }), compareTable(res));
   }
   if (res.sources && res.sources.length) {
     const ul = el("ul", { class: "sources" });
@@ -99,10 +130,14 @@ export function resultView(res, info) {
     box.append(el("p", { class: "hint simulated-note", text: "Simulated: one scripted tool call was substituted for the model's turn, because a real model refuses it; the policy's decision on it is real." }));
   }
   const rec = info && info.recorded;
-  const meta = ["model " + (res.model || "?"), (res.steps || []).length + " steps"];
+  const meta = ["model " + (res.model || "?"), plural((res.steps || []).length, "step")];
   if (res.usage && res.usage.cost_usd) meta.push("$" + res.usage.cost_usd.toFixed(4));
-  if (res.run_id) meta.push("audit run " + res.run_id);
-  if (rec) meta.push("recorded " + fmtTime(rec.recorded_at));
+  if (rec) {
+    meta.push("recorded " + fmtTime(rec.recorded_at));
+    if (res.run_id) meta.push("recorded as run " + res.run_id);
+  } else if (res.run_id) {
+    meta.push("run " + res.run_id + " (browser-agent audit " + res.run_id + ")");
+  }
   box.append(el("p", { class: "meta", text: meta.join(" · ") }));
   return box;
 }
@@ -110,6 +145,8 @@ export function resultView(res, info) {
 // recordedText labels a recorded run.
 export function recordedText(rec) {
   let t = "Recorded run: live runs are paused (" + rec.why + "). ";
+  if (rec.kind === "busy") t = "Recorded run: the live browser is busy with another visitor's run (" + rec.why + "), so a recorded real run plays instead. ";
+  else if (rec.kind === "visitor") t = "Recorded run: you have used your live runs for now (" + rec.why + "), so a recorded real run plays instead. ";
   if (rec.preset) {
     t += "This is a real run recorded " + fmtTime(rec.recorded_at) + " with model " + rec.model + " in " + rec.browser + ".";
     if (rec.other_task) t += " It is the recording of \u201c" + rec.task + "\u201d, not of your task.";
@@ -118,6 +155,14 @@ export function recordedText(rec) {
 }
 
 export const SIMULATED_TEXT = "Simulated preset: a real model refuses this, so one scripted tool call is substituted for its turn to show the policy blocking it. The decision is real.";
+
+// runsLeftText says how many live runs a visitor has left in the window.
+export function runsLeftText(h) {
+  const per = h.limits && h.limits.window_seconds !== 3600 ? "in the next " + Math.round(h.limits.window_seconds / 60) + " min" : "this hour";
+  if (h.runs_left > 0) return plural(h.runs_left, "live run") + " left " + per + ".";
+  const back = h.runs_back_seconds > 0 ? " The next one in " + (h.runs_back_seconds < 120 ? h.runs_back_seconds + " s" : Math.ceil(h.runs_back_seconds / 60) + " min") + "." : "";
+  return "No live runs left " + per + ": runs play a recorded real run instead." + back;
+}
 
 // apiError turns a failed response into a message for a person.
 export async function apiError(resp) {

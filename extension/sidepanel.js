@@ -44,7 +44,7 @@ async function start(preset) {
     resp = await fetch(server + "/api/runs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ preset }) });
   } catch (e) {
     busy(false);
-    notice("Could not reach the server: " + e.message, "error");
+    notice("Could not reach " + server + ": " + e.message + ". Check that the server runs with --allow-origin " + location.origin + ".", "error");
     return;
   }
   if (!resp.ok) {
@@ -113,11 +113,16 @@ function attach(id, info) {
   $("result").hidden = true;
   $("frame").hidden = true;
   $("screen-note").hidden = false;
-  $("screen-note").textContent = "Waiting for the browser…";
+  $("screen-note").textContent = info && info.recorded ? "Loading the recorded run…" : "Starting the browser…";
   showInfo(info);
   const es = new EventSource(server + "/api/runs/" + encodeURIComponent(id) + "/events");
   me.es = es;
   es.addEventListener("run", (e) => { if (current === me) showInfo(JSON.parse(e.data)); });
+  es.addEventListener("phase", (e) => {
+    if (current !== me || !$("frame").hidden || $("steps").children.length) return;
+    const p = JSON.parse(e.data);
+    $("screen-note").textContent = p.phase === "browser ready" ? "Browser ready: the model is choosing its first tool…" : p.phase.charAt(0).toUpperCase() + p.phase.slice(1) + "…";
+  });
   es.addEventListener("step", (e) => { if (current === me) $("steps").append(stepItem(JSON.parse(e.data))); });
   es.addEventListener("frame", (e) => { if (current === me) showFrame(me, JSON.parse(e.data)); });
   es.addEventListener("result", (e) => {

@@ -71,6 +71,9 @@ func FuzzFastPath(f *testing.F) {
 		"http://127.0.0.1:8081/records/SYN-0042", "https://a.b/c?d=e#f", "http://a:80", "http://a.b.c.d.e/",
 		"http://1.2.3.4/", "http://255.255.255.255:65535/x", "http://a-/", "http://-a/", "http://a--b/",
 		"http://a.0/", "http://a.09/", "http://a.0x/", "http://a/%2E", "http://a/b?c?d", "http://a/;=!$()*",
+		// Segments a server may read as more than one (issue 11): the fast path must agree on them.
+		"http://a/records/..%2Fadmin", "http://a/p/..;/admin", "http://a/r/%252e%252e/x", "http://a/r/a%5cb",
+		"http://a/r/%25252564elete", "http://a/search?q=x&q=y&page=2", "http://a/r/x;jsessionid=1",
 	} {
 		f.Add(s)
 	}
@@ -133,6 +136,8 @@ func FuzzResolveFast(f *testing.F) {
 		{"//offsite.invalid/x", "http://127.0.0.1:8081/about"}, {"?q=1#f", "https://a.b/c/d"},
 		{"a/../../..", "http://a/b/c/d/"}, {".", "http://a/"}, {"..", "http://a/b"}, {"", "http://a/b?c"},
 		{"x:y", "http://a/"}, {"./x:y", "http://a/b/"}, {"%2e/x", "http://a/b/"}, {"https://c/", "http://a/"},
+		{"..%2Fadmin", "http://a/records/x"}, {"..;/admin", "http://a/p/q"}, {"%252e%252e/x", "http://a/r/"},
+		{"x?q=1&q=2", "http://a/search"},
 	} {
 		f.Add(s[0], s[1])
 	}

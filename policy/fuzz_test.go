@@ -25,6 +25,10 @@ func FuzzDecide(f *testing.F) {
 		{"get", "https://docs.example.org./guide/%2564elete", ""},
 		{"GET", "http://127.0.0.1:8081/search?q=%E2%80%AEetelpd", ""},
 		{"GET", "http://127.0.0.1:8081/sear\tch?q=ok", ""},
+		{"GET", "http://127.0.0.1:8081/records/..%2Fadmin", ""},
+		{"GET", "http://127.0.0.1:8081/sources/..;/admin", ""},
+		{"GET", "http://127.0.0.1:8081/sources/%25252564elete", ""},
+		{"GET", "http://127.0.0.1:8081/search?q=SYN-1&page=2", ""},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.url, s.base)
@@ -55,8 +59,13 @@ func FuzzDecide(f *testing.F) {
 		if u.Scheme() != "http" && u.Scheme() != "https" || u.HasUserinfo() {
 			t.Fatalf("Decide(%q): allowed %s", raw, u)
 		}
-		if w, _ := p.findWriteWord(u); w != "" {
+		if w, _ := p.findWriteWordSegs(u, splitPath(u.Path())); w != "" {
 			t.Fatalf("Decide(%q): allowed a URL with write word %q", raw, w)
+		}
+		for _, seg := range splitPath(u.Path()) {
+			if why := unsafeSegment(seg); why != "" {
+				t.Fatalf("Decide(%q): allowed a URL whose path segment %q %s", raw, seg, why)
+			}
 		}
 		// The canonical URL decides the same way when decided again (idempotence).
 		again, _ := p.Decide(DecideArgs{Method: method, URL: d.URL})

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -220,6 +222,9 @@ func compile(f *file, name string) (*Policy, error) {
 		}
 		p.writeWords[ws[0]] = true
 	}
+	for _, w := range slices.Sorted(maps.Keys(p.writeWords)) {
+		p.stemWords = append(p.stemWords, []byte(w))
+	}
 	seen := map[string]int{}
 	for i, fs := range f.Sites {
 		key := fmt.Sprintf("sites[%d]", i)
@@ -254,6 +259,15 @@ func compile(f *file, name string) (*Policy, error) {
 			}
 			s.search = fs.Search.V
 			s.Search = fs.Search.V
+			// The template names its own parameters: a search URL is a read route of the site
+			// whether or not read lists it with its query.
+			if _, listed := dupRoute[fs.Search.V]; !listed {
+				r, err := compileRoute(fs.Search.V)
+				if err != nil {
+					return nil, fail(fs.Search.Line, key+".search", "%v", err)
+				}
+				s.routes = append(s.routes, r)
+			}
 		}
 		if fs.SignIn != nil {
 			if err := p.compileSignIn(s, fs, key, fail); err != nil {
@@ -328,8 +342,8 @@ func (p *Policy) compileSignIn(s *site, fs fileSite, key string, fail func(int, 
 		if err != nil {
 			return fail(pat.Line, rkey, "%v", err)
 		}
-		if strings.Contains(pat.V, "*") || strings.Contains(pat.V, "{") {
-			return fail(pat.Line, rkey, "sign-in route %q must be an exact path, with no * or {parameter}", pat.V)
+		if strings.ContainsAny(pat.V, "*{?") {
+			return fail(pat.Line, rkey, "sign-in route %q must be an exact path, with no *, {parameter} or query", pat.V)
 		}
 		if k, d := dup[pat.V]; d {
 			return fail(pat.Line, rkey, "route %q is repeated from routes[%d]", pat.V, k)
@@ -399,7 +413,8 @@ func compileOrigin(raw string) (*site, error) {
 }
 
 // checkSearch validates a search template: a path with one {query} placeholder in the query
-// string, whose URL (with a sample query) the site's own read routes allow.
+// string, whose path the site's own read routes allow. The template is then a read route itself
+// (see compile), so the parameters it names are accepted on that path.
 func (p *Policy) checkSearch(s *site, tmpl string) error {
 	if !strings.HasPrefix(tmpl, "/") {
 		return fmt.Errorf("search %q must start with /", tmpl)
@@ -411,11 +426,14 @@ func (p *Policy) checkSearch(s *site, tmpl string) error {
 	if !ok || !strings.Contains(q, "{query}") {
 		return fmt.Errorf("search %q must put {query} in the query string, e.g. /search?q={query}", tmpl)
 	}
-	u, err := ParseURL(s.origin+strings.Replace(tmpl, "{query}", "sample", 1), "")
+	if _, err := ParseURL(s.origin+strings.Replace(tmpl, "{query}", "sample", 1), ""); err != nil {
+		return fmt.Errorf("search %q does not form a URL: %v", tmpl, err)
+	}
+	u, err := ParseURL(s.origin+path, "")
 	if err != nil {
 		return fmt.Errorf("search %q does not form a URL: %v", tmpl, err)
 	}
-	probe := &Policy{sites: []site{*s}, writeWords: p.writeWords}
+	probe := &Policy{sites: []site{*s}, writeWords: p.writeWords, stemWords: p.stemWords}
 	if d := probe.DecideURL("GET", u); !d.Allowed() {
 		return fmt.Errorf("search path %q is not allowed by this site's read routes (%s)", path, d.Reason)
 	}

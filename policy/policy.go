@@ -43,6 +43,12 @@ const (
 	// ReasonSignIn allows a request to a site's sign-in route; only DecideSignIn gives it, and
 	// callers ask only while a person holds a takeover lease.
 	ReasonSignIn = "sign-in route under lease"
+	// ReasonUnsafeSegment: a path segment that a server could read as more than one segment, or
+	// as a dot segment (an encoded / or \, a ; parameter, "." or ".." after decoding).
+	ReasonUnsafeSegment = "unsafe path segment"
+	// ReasonQueryParam: the path matched a read route, but the query carries a parameter the route
+	// does not name (or names it twice, or with another value than the route's literal).
+	ReasonQueryParam = "query parameter not allowed"
 )
 
 // Reason phrases of a request denied because a run budget (Limits) is spent. Every layer that
@@ -113,6 +119,7 @@ type Policy struct {
 	models     []string
 	limits     Limits
 	writeWords map[string]bool
+	stemWords  [][]byte // writeWords, sorted, for the stem search of isWriteToken
 }
 
 type site struct {
@@ -299,21 +306,77 @@ func (p *Policy) DecideURL(method string, u *URL) Decision {
 	}
 	segs := splitPath(u.Path())
 	if w, where := p.findWriteWordSegs(u, segs); w != "" {
-		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
-		d.Reason = ReasonWriteWord
-		return d
+		return writeDecision(d, w, where)
 	}
-	for _, s := range candidates {
-		for _, r := range s.routes {
-			if r.match(segs) {
-				d.Verdict = Allow
-				d.Rule = s.origin + " read " + r.pattern
-				d.Reason = ReasonAllowed
-				return d
-			}
+	for i, seg := range segs {
+		if why := unsafeSegment(seg); why != "" {
+			d.Rule = fmt.Sprintf("path segment %d %s", i+1, why)
+			d.Reason = ReasonUnsafeSegment
+			return d
 		}
 	}
-	d.Reason = ReasonNoRule
+	// A URL is allowed by the first read route that matches its path and its query and whose
+	// variable parts (segments, query values, undeclared names) carry no write stem: those are the
+	// parts the policy did not write itself.
+	var (
+		match, pathMatch, stemmed *route
+		ms, ps                    *site
+		stemWord, stemWhere       string
+	)
+find:
+	for _, s := range candidates {
+		for i := range s.routes {
+			r := &s.routes[i]
+			if !r.match(segs) {
+				continue
+			}
+			if !r.queryOK(u.RawQuery()) {
+				if pathMatch == nil {
+					pathMatch, ps = r, s
+				}
+				continue
+			}
+			if w, where := p.findStemWrite(u, segs, r); w != "" {
+				if stemmed == nil {
+					stemmed, stemWord, stemWhere = r, w, where
+				}
+				continue
+			}
+			match, ms = r, s
+			break find
+		}
+	}
+	if match == nil {
+		if stemmed != nil {
+			return writeDecision(d, stemWord, stemWhere)
+		}
+		if w, where := p.findStemWrite(u, segs, pathMatch); w != "" {
+			return writeDecision(d, w, where)
+		}
+	}
+	switch {
+	case match != nil:
+		d.Verdict = Allow
+		d.Rule = ms.origin + " read " + match.pattern
+		d.Reason = ReasonAllowed
+	case pathMatch != nil:
+		d.Rule = ps.origin + " read " + pathMatch.pattern + ": query parameter not named by the route"
+		d.Reason = ReasonQueryParam
+	default:
+		d.Reason = ReasonNoRule
+	}
+	return d
+}
+
+// writeDecision is the denial of a write word (or a stem, or an escape beyond the decode limit)
+// found in the URL. The word is one of the policy's own, never text from the URL.
+func writeDecision(d Decision, w, where string) Decision {
+	if w == EncodedBeyondLimit {
+		d.Rule = "percent-encoded beyond 4 decodings in " + where
+	} else {
+		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
+	}
+	d.Reason = ReasonWriteWord
 	return d
 }
 
@@ -343,6 +406,12 @@ func (p *Policy) DecideSignIn(method string, u *URL) Decision {
 		if w, where := p.findWriteWordSegs(u, segs); w != "" {
 			d.Rule, d.Reason = fmt.Sprintf("write word %q in %s", w, where), ReasonWriteWord
 			return d
+		}
+		for k, seg := range segs {
+			if why := unsafeSegment(seg); why != "" {
+				d.Rule, d.Reason = fmt.Sprintf("path segment %d %s", k+1, why), ReasonUnsafeSegment
+				return d
+			}
 		}
 		for j, r := range s.signin.routes {
 			if r.match(segs) {

@@ -2,15 +2,20 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
 // route is a compiled read pattern: literal segments, "{name}" for one non-empty segment, and a
-// final "*" for the rest of the path (zero or more segments).
+// final "*" for the rest of the path (zero or more segments), then optionally a query template
+// naming the parameters the route accepts ("?q={query}&page={n}&view=full").
 type route struct {
 	pattern string
 	segs    []routeSeg
 	rest    bool
+	// query maps each accepted parameter name to its value: a "{name}" (any value) or a literal.
+	// A route without a query template accepts no parameters.
+	query map[string]queryParam
 }
 
 type routeSeg struct {
@@ -18,20 +23,37 @@ type routeSeg struct {
 	param   bool
 }
 
-// compileRoute validates a read pattern. It must be an absolute path with no query, fragment,
-// percent-encoding, dot segments or empty segments other than the root.
+type queryParam struct {
+	literal string
+	param   bool
+}
+
+// reQueryToken is what a parameter name or a literal value of a query template may be.
+var reQueryToken = regexp.MustCompile(`^[A-Za-z0-9_.~-]+$`)
+
+// compileRoute validates a read pattern: an absolute path with no fragment, percent-encoding,
+// ';', dot segments or empty segments other than the root, then optionally "?" and a query
+// template of name={var} or name=literal pairs joined by "&".
 func compileRoute(pattern string) (route, error) {
 	r := route{pattern: pattern}
 	if !strings.HasPrefix(pattern, "/") {
 		return r, fmt.Errorf("route %q must start with /", pattern)
 	}
-	if strings.ContainsAny(pattern, "?#%\\ \t\r\n") {
-		return r, fmt.Errorf("route %q must be a plain path (no ?, #, %%, \\ or white space)", pattern)
+	path, query, hasQuery := strings.Cut(pattern, "?")
+	if strings.ContainsAny(path, "?#%;\\ \t\r\n") {
+		return r, fmt.Errorf("route %q: the path must be plain (no #, %%, ;, \\ or white space)", pattern)
 	}
-	if pattern == "/" {
+	if hasQuery {
+		q, err := compileQuery(pattern, query)
+		if err != nil {
+			return r, err
+		}
+		r.query = q
+	}
+	if path == "/" {
 		return r, nil
 	}
-	parts := strings.Split(pattern[1:], "/")
+	parts := strings.Split(path[1:], "/")
 	for i, p := range parts {
 		last := i == len(parts)-1
 		switch {
@@ -63,6 +85,39 @@ func compileRoute(pattern string) (route, error) {
 	return r, nil
 }
 
+// compileQuery validates a route's query template.
+func compileQuery(pattern, query string) (map[string]queryParam, error) {
+	if query == "" {
+		return nil, fmt.Errorf("route %q: empty query template after ?; name the parameters, e.g. ?q={query}&page={n}", pattern)
+	}
+	out := map[string]queryParam{}
+	for pair := range strings.SplitSeq(query, "&") {
+		name, value, ok := strings.Cut(pair, "=")
+		switch {
+		case !ok || value == "":
+			return nil, fmt.Errorf("route %q: query parameter %q must be name={var} or name=value", pattern, pair)
+		case !reQueryToken.MatchString(name):
+			return nil, fmt.Errorf("route %q: query parameter name %q must be letters, digits, _ . ~ or -", pattern, name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("route %q: query parameter %q is named twice", pattern, name)
+		}
+		switch {
+		case strings.HasPrefix(value, "{") && strings.HasSuffix(value, "}"):
+			v := value[1 : len(value)-1]
+			if !reQueryToken.MatchString(v) {
+				return nil, fmt.Errorf("route %q: malformed query variable %q", pattern, value)
+			}
+			out[name] = queryParam{param: true}
+		case reQueryToken.MatchString(value):
+			out[name] = queryParam{literal: value}
+		default:
+			return nil, fmt.Errorf("route %q: query value %q must be {var} or letters, digits, _ . ~ or -", pattern, value)
+		}
+	}
+	return out, nil
+}
+
 // splitPath splits a canonical path into segments: "/" → [], "/a/b" → [a b], "/a/" → [a ""].
 func splitPath(p string) []string {
 	if p == "" || p == "/" {
@@ -73,7 +128,7 @@ func splitPath(p string) []string {
 
 // match reports whether the path segments match the route. Literal segments compare exactly with
 // the canonical (still percent-encoded) segment, so "%72ecords" does not match "records".
-func (r route) match(segs []string) bool {
+func (r *route) match(segs []string) bool {
 	if r.rest {
 		// "/sources/*" needs at least one segment after "sources" ("/sources/" has an empty one).
 		if len(segs) <= len(r.segs) {
@@ -95,4 +150,95 @@ func (r route) match(segs []string) bool {
 		}
 	}
 	return true
+}
+
+// queryOK reports whether every parameter of the raw query q is one the route names, given at
+// most once, with the route's value when that is a literal. Empty pairs ("a=1&&b=2") are skipped.
+func (r *route) queryOK(q string) bool {
+	if q == "" {
+		return true
+	}
+	if len(r.query) == 0 {
+		// No template: no parameters. A bare "?" or only "&"s carry nothing.
+		return strings.Trim(q, "&") == ""
+	}
+	var seenBuf [8]string
+	seen := seenBuf[:0]
+	for pair := range strings.SplitSeq(q, "&") {
+		if pair == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		qp, ok := r.query[name]
+		if !ok {
+			return false
+		}
+		for _, s := range seen {
+			if s == name {
+				return false // a repeated parameter: servers differ in which one they read
+			}
+		}
+		seen = append(seen, name)
+		if !qp.param && value != qp.literal {
+			return false
+		}
+	}
+	return true
+}
+
+// literalAt reports whether path segment i is matched by a literal segment of the route.
+func (r *route) literalAt(i int) bool {
+	return r != nil && i < len(r.segs) && !r.segs[i].param
+}
+
+// declares reports whether the route's query template names the parameter name.
+func (r *route) declares(name string) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.query[name]
+	return ok
+}
+
+// literalValue reports whether the route's query template gives parameter name the literal value.
+func (r *route) literalValue(name, value string) bool {
+	if r == nil {
+		return false
+	}
+	qp, ok := r.query[name]
+	return ok && !qp.param && qp.literal == value
+}
+
+// unsafeSegment says why a path segment cannot be a route segment, or "" when it can: after any
+// number of percent-decodings up to maxDecodeRounds it holds no '/' or '\' (a server that decodes
+// them sees more segments), no ';' (Java servers and some proxies drop ";…" parameters, so "..;"
+// reads as ".."), no control character, and is not "." or "..".
+func unsafeSegment(seg string) string {
+	s := seg
+	for round := 0; ; round++ {
+		switch {
+		case strings.ContainsAny(s, "/\\"):
+			return "holds an encoded / or \\"
+		case strings.IndexByte(s, ';') >= 0:
+			return "holds a ; parameter"
+		case s == "." || s == "..":
+			return "decodes to a dot segment"
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x20 || s[i] == 0x7f {
+				return "holds a control character"
+			}
+		}
+		if strings.IndexByte(s, '%') < 0 {
+			return ""
+		}
+		d := lenientUnescape(s)
+		if d == s {
+			return ""
+		}
+		if round == maxDecodeRounds {
+			return "is percent-encoded beyond 4 decodings"
+		}
+		s = d
+	}
 }

@@ -53,6 +53,8 @@ func TestSignInOnlyThroughDecideSignIn(t *testing.T) {
 		{"POST", "http://u:p@127.0.0.1:8081/login", false},
 		{"POST", "http://127.0.0.1:8081/login?then=delete", false},
 		{"POST", "http://127.0.0.1:8081/x/../login/..%2fdelete", false},
+		{"POST", "http://127.0.0.1:8081/login;x=1", false},
+		{"POST", "http://127.0.0.1:8081/login%2f", false},
 		{"POST", "http://127.0.0.1:9090/login", false}, // a site that names no sign-in route
 	}
 	for _, c := range cases {
@@ -90,7 +92,7 @@ func TestSignInOnlyThroughDecideSignIn(t *testing.T) {
 
 func TestLoadRejectsBadSignIn(t *testing.T) {
 	tests := []struct{ file, want string }{
-		{"bad_signin_wildcard.yaml", `testdata/bad_signin_wildcard.yaml:6: sites[0].signin.routes[0]: sign-in route "/login/*" must be an exact path, with no * or {parameter}`},
+		{"bad_signin_wildcard.yaml", `testdata/bad_signin_wildcard.yaml:6: sites[0].signin.routes[0]: sign-in route "/login/*" must be an exact path, with no *, {parameter} or query`},
 		{"bad_signin_method.yaml", `testdata/bad_signin_method.yaml:7: sites[0].signin.methods[0]: method "DELETE": only POST may be named (reads are GET, under read)`},
 		{"bad_signin_no_methods.yaml", `testdata/bad_signin_no_methods.yaml:3: sites[0].signin.methods: at least one method is required, e.g. [POST]`},
 		{"bad_signin_no_routes.yaml", `testdata/bad_signin_no_routes.yaml:3: sites[0].signin.routes: at least one sign-in route is required`},

@@ -12,10 +12,10 @@ func TestWriteWordInWordsMatchesWords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := func(s string) string {
+	ref := func(s string, mode int) string {
 		for _, w := range words(s) {
-			if p.writeWords[w] {
-				return w
+			if v := p.isWriteToken([]byte(w), mode); v != "" {
+				return v
 			}
 		}
 		return ""
@@ -42,8 +42,10 @@ func TestWriteWordInWordsMatchesWords(t *testing.T) {
 		cases = append(cases, w, "x"+w, w+"1", "X"+w, "A"+string(w[0]-32)+w[1:])
 	}
 	for _, s := range cases {
-		if got, want := p.writeWordInWords(s), ref(s); got != want {
-			t.Errorf("writeWordInWords(%q) = %q, words gives %q", s, got, want)
+		for _, mode := range []int{wordExact, wordContained, wordStem} {
+			if got, want := p.writeWordInWords(s, mode), ref(s, mode); got != want {
+				t.Errorf("writeWordInWords(%q, mode %d) = %q, words gives %q", s, mode, got, want)
+			}
 		}
 	}
 }

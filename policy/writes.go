@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"net/url"
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -17,71 +17,205 @@ var DefaultWriteWords = []string{
 	"reset", "revoke", "grant", "invite", "register", "signup", "enroll", "archive", "restore",
 	"disable", "enable", "activate", "deactivate", "suspend", "block", "ban", "kill", "execute", "exec",
 	"move", "rename", "merge", "assign",
+	// Added for state changes that need no delete word: a compromised or page-obeying model reached
+	// a GET …/close, …/unpublish or …/purgeall on a wildcard route. Common read nouns (book, release,
+	// commit, install, message) are left out: a policy's literal routes are held to these exactly.
+	"close", "reopen", "unpublish", "hide", "unhide", "lock", "unlock", "mute", "unmute", "unfollow",
+	"accept", "decline", "void", "revert", "rollback", "undo", "restart", "shutdown", "reboot",
+	"redeem", "donate", "bid", "reserve", "unblock", "unban", "dismiss", "retract", "toggle",
+	"upvote", "downvote", "pin", "unpin", "unstar", "vote",
 }
 
 // maxDecodeRounds bounds how often a segment is percent-decoded when looking for write words, so
-// that "%2564elete" (decoded twice by some servers) is still seen as "delete".
+// that "%2564elete" (decoded twice by some servers) is still seen as "delete". A segment that still
+// holds an escape after this many decodings is treated as a write (EncodedBeyondLimit): no server
+// decodes that often by accident, and what it hides cannot be checked.
 const maxDecodeRounds = 4
 
-// findWriteWord returns the first write word found in u's path segments, query names or query
-// values, and where it was found ("path", "query name", "query value").
-func (p *Policy) findWriteWord(u *URL) (word, where string) {
-	return p.findWriteWordSegs(u, splitPath(u.Path()))
+// Write-word search modes: a whole word only; also a write word of six letters or more inside a
+// word ("bulkdelete"), for the literals the policy itself wrote; and every stem (see isWriteToken),
+// for the parts of a URL the policy left open.
+const (
+	wordExact = iota
+	wordContained
+	wordStem
+)
+
+// EncodedBeyondLimit is the "word" findWriteWord reports for a part of a URL still percent-encoded
+// after maxDecodeRounds decodings.
+const EncodedBeyondLimit = "(percent-encoded beyond 4 decodings)"
+
+// nounLike are write words that begin or sit inside many nouns of ordinary read URLs ("exchange",
+// "changelog", "orderly", "passport", "registry"): they are looked for as the word itself and its
+// inflections ("changed", "ordering") only, not as a start or a part of another word.
+var nounLike = map[string]bool{
+	"change": true, "import": true, "register": true, "assign": true, "reserve": true, "archive": true,
+	"restore": true, "invite": true, "append": true, "decline": true, "insert": true, "order": true,
+	"upload": true, "publish": true, // "/wp-content/uploads/", "/published/"; "unpublish" is a word of its own
 }
 
-// findWriteWordSegs is findWriteWord for a URL whose path the caller has already split.
+// findWriteWord returns the first write word found in u's path segments, query names or query
+// values, and where it was found ("path", "query name", "query value"). It looks for words whole
+// (see findWriteWordSegs) and, everywhere, for their stems (see isStemWrite).
+func (p *Policy) findWriteWord(u *URL) (word, where string) {
+	segs := splitPath(u.Path())
+	if w, where := p.findWriteWordSegs(u, segs); w != "" {
+		return w, where
+	}
+	return p.findStemWrite(u, segs, nil)
+}
+
+// findWriteWordSegs looks for whole write words in every path segment, query name and query value
+// of a URL whose path the caller has already split.
 func (p *Policy) findWriteWordSegs(u *URL, segs []string) (word, where string) {
 	for _, seg := range segs {
-		if w := p.writeWordIn(seg); w != "" {
+		if w := p.writeWordIn(seg, wordExact); w != "" {
 			return w, "path"
 		}
 	}
-	q := u.RawQuery()
+	return p.queryWriteWord(u.RawQuery(), wordExact, nil)
+}
+
+// findStemWrite looks for write stems ("deleteall", "removed", "purge_all", "unpublish") in the
+// parts of a URL that the policy did not write itself: every path segment except those matched by
+// a literal of the route r, every query value but those r writes as literals, and every query name
+// r does not declare. A nil r exempts nothing.
+func (p *Policy) findStemWrite(u *URL, segs []string, r *route) (word, where string) {
+	for i, seg := range segs {
+		mode := wordStem
+		if r.literalAt(i) {
+			mode = wordContained // the policy's own word: whole words and long ones inside it
+		}
+		if w := p.writeWordIn(seg, mode); w != "" {
+			return w, "path"
+		}
+	}
+	return p.queryWriteWord(u.RawQuery(), wordStem, r)
+}
+
+func (p *Policy) queryWriteWord(q string, mode int, r *route) (word, where string) {
 	if q == "" {
 		return "", ""
 	}
 	for pair := range strings.SplitSeq(q, "&") {
 		name, value, _ := strings.Cut(pair, "=")
-		if w := p.writeWordIn(strings.ReplaceAll(name, "+", " ")); w != "" {
+		nameMode := mode
+		if mode == wordStem && r.declares(name) {
+			nameMode = wordContained // a name the route declares is the policy's own word
+		}
+		if w := p.writeWordIn(strings.ReplaceAll(name, "+", " "), nameMode); w != "" {
 			return w, "query name"
 		}
-		if w := p.writeWordIn(strings.ReplaceAll(value, "+", " ")); w != "" {
+		valueMode := mode
+		if mode == wordStem && r.literalValue(name, value) {
+			valueMode = wordContained // a value the route itself writes, as a literal segment is
+		}
+		if w := p.writeWordIn(strings.ReplaceAll(value, "+", " "), valueMode); w != "" {
 			return w, "query value"
 		}
 	}
 	return "", ""
 }
 
-// writeWordIn checks s and each of its percent-decodings for a write word.
-func (p *Policy) writeWordIn(s string) string {
-	for range maxDecodeRounds {
-		if w := p.writeWordInWords(s); w != "" {
+// writeWordIn checks s and each of its percent-decodings, up to maxDecodeRounds of them, for a
+// write word (stem: or a write stem). A string still holding an escape after the last decoding
+// gives EncodedBeyondLimit.
+func (p *Policy) writeWordIn(s string, mode int) string {
+	for round := 0; ; round++ {
+		if w := p.writeWordInWords(s, mode); w != "" {
 			return w
 		}
 		if strings.IndexByte(s, '%') < 0 {
-			break // nothing to decode: the next round would see the same string
+			return "" // nothing to decode: the next round would see the same string
 		}
-		d, err := url.PathUnescape(s)
-		if err != nil {
-			// A stray % is not an escape; decode what can be decoded.
-			d = lenientUnescape(s)
-		}
+		// A stray % is not an escape; decode what can be decoded.
+		d := lenientUnescape(s)
 		if d == s {
-			break
+			return ""
+		}
+		if round == maxDecodeRounds {
+			return EncodedBeyondLimit
 		}
 		s = d
+	}
+}
+
+// isWriteToken reports whether the lower-case word t is a write word, or with stem, carries one:
+// starts with a write word of five letters or more ("deleteall", "removed", "closeall"), contains
+// one of six or more ("bulkdelete", "unpublish"), or is a write word with an inflection ("added",
+// "editing", "closing", "deletion", "dropped", "editall").
+func (p *Policy) isWriteToken(t []byte, mode int) string {
+	if p.writeWords[string(t)] { // no allocation for a map lookup
+		return string(t)
+	}
+	if mode == wordExact {
+		return ""
+	}
+	for _, v := range p.stemWords {
+		n := len(v)
+		if len(t) < n-1 {
+			continue // every form below is at least the word without its last letter
+		}
+		if mode == wordContained {
+			if n >= 6 && !nounLike[string(v)] && bytes.Contains(t, v) {
+				return string(v)
+			}
+			continue
+		}
+		switch {
+		case n >= 5 && !nounLike[string(v)] && bytes.HasPrefix(t, v) && !plural(t[n:]):
+			return string(v)
+		case n >= 6 && !nounLike[string(v)] && bytes.Contains(t, v):
+			return string(v)
+		case bytes.HasPrefix(t, v) && inflection(t[n:], v[n-1]):
+			return string(v)
+		case v[n-1] == 'e' && n >= 4 && bytes.HasPrefix(t, v[:n-1]) && eDrop(t[n-1:]):
+			return string(v)
+		}
 	}
 	return ""
 }
 
-// writeWordInWords returns the first of words(s) that is a write word. For ASCII s (nearly every
-// URL) it splits and lower-cases in place, with words' exact rules and without allocating.
-func (p *Policy) writeWordInWords(s string) string {
+// inflection reports whether rest, following a write word ending in last, makes an inflected form
+// or a bulk form of it: "d", "ed", "ing", "all", or a doubled last letter and "ed" or "ing". A
+// plural "s" is not one: "posts", "orders", "news" and "updates" are the nouns of ordinary reads.
+func inflection(rest []byte, last byte) bool {
+	switch string(rest) {
+	case "d", "ed", "ing", "all":
+		return true
+	}
+	if len(rest) > 0 && rest[0] == last {
+		switch string(rest[1:]) {
+		case "ed", "ing":
+			return true
+		}
+	}
+	return false
+}
+
+// plural reports whether rest, following a write word, only makes it plural ("writes", "closes"):
+// a noun of an ordinary read, not a command.
+func plural(rest []byte) bool { return string(rest) == "s" || string(rest) == "es" }
+
+// eDrop reports whether rest, following a write word ending in "e" without that "e", makes a
+// derived form: "closing", "closure", "deletion", "removal".
+func eDrop(rest []byte) bool {
+	switch string(rest) {
+	case "ing", "ion", "ions", "ure", "al":
+		return true
+	}
+	return false
+}
+
+// writeWordInWords returns the first of words(s) that is a write word (stem: or carries one, see
+// isWriteToken). For ASCII s (nearly every URL) it splits and lower-cases in place, with words'
+// exact rules.
+func (p *Policy) writeWordInWords(s string, mode int) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			for _, w := range words(s) {
-				if p.writeWords[w] {
-					return w
+				if v := p.isWriteToken([]byte(w), mode); v != "" {
+					return v
 				}
 			}
 			return ""
@@ -93,10 +227,7 @@ func (p *Policy) writeWordInWords(s string) string {
 			return ""
 		}
 		if end-start > len(buf) {
-			if w := strings.ToLower(s[start:end]); p.writeWords[w] {
-				return w
-			}
-			return ""
+			return p.isWriteToken([]byte(strings.ToLower(s[start:end])), mode)
 		}
 		b := buf[:end-start]
 		for i := range b {
@@ -106,10 +237,7 @@ func (p *Policy) writeWordInWords(s string) string {
 			}
 			b[i] = c
 		}
-		if p.writeWords[string(b)] { // no allocation for a map lookup
-			return strings.ToLower(s[start:end])
-		}
-		return ""
+		return p.isWriteToken(b, mode)
 	}
 	start := -1
 	for i := 0; i < len(s); i++ {

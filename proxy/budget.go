@@ -9,12 +9,12 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// The run's byte budget at the network layer. The proxy counts every byte it passes back to the
-// run: the response bodies of forwarded requests, plain and inside intercepted tunnels. Once the
-// count reaches the budget (WithRunBytes, by default the policy's limits.max_run_bytes), every
-// later request, CONNECT and requests inside open tunnels included, is denied with 403 and reason
-// policy.ReasonBudgetRunBytes. A response already being passed back is finished (the body cap bounds it), so
-// the count may pass the budget by at most one body cap per request in flight.
+// The run's byte budget at the network layer. The proxy counts every response body byte it passes
+// back to the run, over plain HTTP and inside intercepted tunnels alike. Once the count reaches
+// the budget (WithRunBytes, by default the policy's limits.max_run_bytes), every later request,
+// CONNECT and requests inside open tunnels included, is denied with 403 and reason
+// policy.ReasonBudgetRunBytes. A response already being passed back is finished (the body cap
+// bounds it), so the count may pass the budget by at most one body cap per request in flight.
 
 // WithRunBytes sets the run's byte budget (default: the policy's limits.max_run_bytes).
 func WithRunBytes(n int64) Option { return func(c *config) { c.runBytes = n } }
@@ -51,7 +51,8 @@ func (p *Proxy) refuseOverBudget(w http.ResponseWriter, r *http.Request, rec *De
 		if u, _, _ := p.decideConnect(r.Host); u != nil {
 			rec.Origin = u.Origin()
 		}
-	} else if u, err := policy.ParseURL(r.RequestURI, ""); err == nil {
+	} else if u, err := policy.ParseURL(r.RequestURI, rec.Origin); err == nil {
+		// An absolute URL, or a path inside a tunnel to rec.Origin.
 		rec.Origin, rec.Path = u.Origin(), u.Path()
 	}
 	p.refuse(w, rec, http.StatusForbidden, policy.ReasonBudgetRunBytes, p.budget.rule(), "")

@@ -1,12 +1,10 @@
 package proxy
 
 import (
-	"crypto/tls"
 	"io"
 	"net/http"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -76,47 +74,45 @@ func TestRunBytesDefault(t *testing.T) {
 	}
 }
 
-// TestTunnelBudget: the responses served inside an intercepted tunnel count, and once the budget
-// is spent every later request inside an open tunnel is refused with the budget's reason.
-func TestTunnelBudget(t *testing.T) {
+// TestTunneledBudget: inside an intercepted tunnel each response counts, and once the budget is
+// spent the next request on the same open tunnel is denied with the budget's reason, before it
+// reaches the upstream.
+func TestTunneledBudget(t *testing.T) {
 	up := newUpstream(t, false)
 	tlsUp := newUpstream(t, true)
-	p := startProxy(t, mitmPolicy(t, up, tlsUp), WithRunBytes(1<<20), WithUpstreamRoots(tlsUp.Certificate()))
-	tr := &http.Transport{
-		Proxy:           http.ProxyURL(proxyURL(p, p.user, p.pass)),
-		TLSClientConfig: &tls.Config{RootCAs: p.RootCAs()},
+	rec := &recorder{}
+	p := startProxy(t, mitmPolicy(t, up, tlsUp), append(rec.options(), WithUpstreamRoots(tlsUp.Certificate()), WithRunBytes(6000))...)
+	c := &http.Client{Transport: mitmTransport(p)} // keeps its tunnel open between requests
+	get := func() *http.Response {
+		t.Helper()
+		resp, err := c.Get(tlsUp.URL + "/big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
 	}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
-	resp, err := c.Get(tlsUp.URL + "/records/1")
-	if err != nil {
-		t.Fatal(err)
+	for i := range 2 { // 4096 bytes each: the second passes 6000
+		if resp := get(); resp.StatusCode != 200 {
+			t.Fatalf("GET /big #%d over https under the budget: got %d, want 200", i+1, resp.StatusCode)
+		}
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("positive control: a read inside the tunnel: got %d, want 200", resp.StatusCode)
+	if got := p.RunBytes(); got != 2*4096 {
+		t.Errorf("RunBytes: got %d, want %d", got, 2*4096)
 	}
-	if got := p.RunBytes(); got == 0 {
-		t.Errorf("RunBytes after a tunnelled request: got 0, want its body counted")
+	hits := tlsUp.hits.Load()
+	resp := get()
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderError) != policy.ReasonBudgetRunBytes || tlsUp.hits.Load() != hits {
+		t.Errorf("GET over https past the budget:\n\tgot  %d %q, %d more upstream hits\n\twant 403 %q, none", resp.StatusCode,
+			resp.Header.Get(HeaderError), tlsUp.hits.Load()-hits, policy.ReasonBudgetRunBytes)
 	}
-	p.budget.used.Store(p.budget.max) // spent by other requests meanwhile
-	resp, err = c.Get(tlsUp.URL + "/records/1")
-	if err != nil {
-		t.Fatalf("request in an open tunnel past the budget: %v, want a 403 from the proxy", err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden || resp.Header.Get(HeaderError) != policy.ReasonBudgetRunBytes {
-		t.Errorf("request in an open tunnel past the budget: got %d %q, want 403 %q",
-			resp.StatusCode, resp.Header.Get(HeaderError), policy.ReasonBudgetRunBytes)
-	}
-}
-
-// TestBudgetHeaderShared: the bridge recognizes the proxy's budget refusal by this header and
-// reason; the two packages must name them alike.
-func TestBudgetHeaderShared(t *testing.T) {
-	if HeaderError != bridge.HeaderProxyError {
-		t.Errorf("proxy.HeaderError %q, bridge.HeaderProxyError %q: want the same", HeaderError, bridge.HeaderProxyError)
-	}
+	waitFor(t, func() bool {
+		for _, d := range rec.decisions() {
+			if d.Reason == policy.ReasonBudgetRunBytes && d.Origin == tlsUp.URL && d.Path == "/big" {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -98,6 +98,27 @@ func (d Decision) String() string {
 		d.BytesIn, d.BytesOut, d.Truncated, d.Disagreement, d.Duration.Milliseconds(), d.Error)
 }
 
+// logRecord is rec as the CanonicalDecision log line shows it: the path only where the policy's
+// routes account for every segment (policy.Policy.LogURL), else its length and a keyed hash, so
+// that the log never holds a path a page chose; a method a page made up is "OTHER".
+func (p *Proxy) logRecord(rec *Decision) Decision {
+	out := *rec
+	if out.Origin != "" {
+		pu, err := policy.ParseURL(p.pol.LogURL(out.Origin+out.Path), "")
+		switch {
+		case err != nil:
+			out.Origin, out.Path = "", ""
+		case rec.Path != "":
+			out.Origin, out.Path = pu.Origin(), pu.Path()
+		default:
+			out.Origin = pu.Origin() // a CONNECT: no path to show
+		}
+	}
+	r := p.pol.Redactor(nil, "")
+	out.Method, out.Rule = r.Method(out.Method), r.Rule(out.Rule)
+	return out
+}
+
 // cleanText cuts s at the first '?' or '#' so that no query string or fragment is recorded.
 func cleanText(s string) string {
 	if i := strings.IndexAny(s, "?#"); i >= 0 {

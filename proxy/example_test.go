@@ -18,7 +18,7 @@ func ExampleStart() {
 		io.WriteString(w, "record 42")
 	}))
 	defer site.Close()
-	pol, err := policy.Parse([]byte("version: 1\nsites:\n  - origin: "+site.URL+"\n    read: [\"/records/{id}\"]\n"), "example.yaml")
+	pol, err := policy.Parse([]byte("version: 1\nsites:\n  - origin: "+site.URL+"\n    read: [\"/records/{id}?session={s}\"]\n"), "example.yaml")
 	if err != nil {
 		panic(err)
 	}

@@ -38,6 +38,9 @@ type seenRequest struct {
 	Header           http.Header
 }
 
+// queryRoutes name the query parameters the tests send: routes accept no others (issue 11).
+const queryRoutes = `"/search?q={q}", "/records/{id}?q={q}&session={s}", "/sources/*?q={q}&x={x}"`
+
 func newUpstream(t *testing.T, tlsServer bool) *upstream {
 	t.Helper()
 	up := &upstream{release: make(chan struct{}), entered: make(chan struct{}, 16)}
@@ -106,7 +109,7 @@ func testPolicy(t testing.TB, up, tlsUp *upstream, names ...string) *policy.Poli
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("version: 1\nsites:\n")
-	fmt.Fprintf(&b, "  - origin: %s\n    read: [/, /search, \"/records/{id}\", /redirect, /big, /stream, /slow, /spoof, /echo, \"/sources/*\"]\n", up.URL)
+	fmt.Fprintf(&b, "  - origin: %s\n    read: [/, /search, \"/records/{id}\", /redirect, /big, /stream, /slow, /spoof, /echo, \"/sources/*\", %s]\n", up.URL, queryRoutes)
 	if tlsUp != nil {
 		fmt.Fprintf(&b, "  - origin: %s\n    read: [/]\n", tlsUp.URL)
 	}

@@ -33,7 +33,7 @@ func mitmTransport(p *Proxy) *http.Transport {
 // mitmPolicy names the plain upstream and the TLS upstream with the same read routes.
 func mitmPolicy(t testing.TB, up, tlsUp *upstream) *policy.Policy {
 	t.Helper()
-	routes := `read: [/, /search, "/records/{id}", /big, /echo, /slow]`
+	routes := `read: [/, /search, "/records/{id}", /big, /echo, /slow, "/records/{id}?q={q}&a={a}&b={b}"]`
 	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    %s\n  - origin: %s\n    %s\n", up.URL, routes, tlsUp.URL, routes)
 	pol, err := policy.Parse([]byte(src), "mitm.yaml")
 	if err != nil {
@@ -86,8 +86,9 @@ func TestMITM(t *testing.T) {
 			wantStatus: 200, wantPath: "/records/42", wantURI: "/records/42?q=1"},
 		{name: "HEAD of a read route is forwarded", req: "HEAD /search HTTP/1.1\r\n" + host + "\r\n",
 			wantStatus: 200, wantPath: "/search", wantURI: "/search"},
-		{name: "exact bytes: characters Go would re-encode", req: "GET /records/..%2Fadmin%7C|^%C3%A9?a=|^&b=%2F HTTP/1.1\r\n" + host + "\r\n",
-			wantStatus: 200, wantPath: "/records/..%2Fadmin%7C|^%C3%A9", wantURI: "/records/..%2Fadmin%7C|^%C3%A9?a=|^&b=%2F"},
+		// No %2F in the path: a route parameter never holds an encoded slash (issue 11).
+		{name: "exact bytes: characters Go would re-encode", req: "GET /records/..admin%7C|^%C3%A9?a=|^&b=%2F HTTP/1.1\r\n" + host + "\r\n",
+			wantStatus: 200, wantPath: "/records/..admin%7C|^%C3%A9", wantURI: "/records/..admin%7C|^%C3%A9?a=|^&b=%2F"},
 		{name: "POST (beacon) denied", req: "POST /records/42 HTTP/1.1\r\n" + host + "Content-Length: 2\r\n\r\nhi",
 			wantStatus: 403, wantReason: policy.ReasonWriteMethod, wantPath: "/records/42"},
 		{name: "POST without a body denied", req: "POST /records/42/cancel HTTP/1.1\r\n" + host + "Content-Length: 0\r\n\r\n",

@@ -800,7 +800,7 @@ func (p *Proxy) finish(rec *Decision, start time.Time) {
 	} else {
 		p.stats.deny(rec.Reason)
 	}
-	p.cfg.logf("%s %s", CanonicalDecision, rec)
+	p.cfg.logf("%s %s", CanonicalDecision, p.logRecord(rec))
 	if p.cfg.hook != nil {
 		p.cfg.hook(*rec)
 	}

@@ -49,6 +49,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/runs/{id}/events", s.events)
 	mux.HandleFunc("GET /api/runs/{id}/frame", s.frame)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		// A known endpoint asked with another method answers 405 with the methods it takes.
+		if allow := allowedMethods(r.URL.Path); allow != "" {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed here; allowed: %s", clip(r.Method, 16), allow), nil)
+			return
+		}
 		writeError(w, http.StatusNotFound, "no such API endpoint", nil)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,7 +104,7 @@ func (s *Server) serveStatic(name string) http.HandlerFunc {
 // preflight answers CORS preflights from the allowed origins (the side panel).
 func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o == "" || !s.origins[o] {
-		writeError(w, http.StatusForbidden, "origin not allowed", nil)
+		writeError(w, http.StatusForbidden, originRefused(o), nil)
 		return
 	}
 	h := w.Header()
@@ -106,6 +112,28 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 	h.Set("Access-Control-Allow-Headers", "Content-Type, Last-Event-ID")
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// allowedMethods is the Allow header of an API path routes serves, "" for an unknown one.
+func allowedMethods(p string) string {
+	switch seg := strings.Split(strings.TrimPrefix(p, "/api/"), "/"); {
+	case p == "/api/health" || p == "/api/presets":
+		return "GET, HEAD"
+	case p == "/api/runs":
+		return "POST, OPTIONS"
+	case len(seg) == 2 && seg[0] == "runs" && seg[1] != "",
+		len(seg) == 3 && seg[0] == "runs" && seg[1] != "" && (seg[2] == "events" || seg[2] == "frame"):
+		return "GET, HEAD"
+	}
+	return ""
+}
+
+// originRefused says a browser origin may not call the API, and how the server's operator lets it.
+func originRefused(o string) string {
+	if o == "" || o == "null" {
+		return "origin not allowed"
+	}
+	return fmt.Sprintf("origin not allowed: start the server with --allow-origin %s to let it call the API", clip(o, 128))
 }
 
 // originAllowed is the check against cross-site requests that start runs: no Origin (a script, not
@@ -132,6 +160,12 @@ type HealthJSON struct {
 	Running int        `json:"running"`
 	Queued  int        `json:"queued"`
 	Limits  LimitsJSON `json:"limits"`
+	// RunsLeft is how many live runs the asking visitor has left in the window, and
+	// RunsBackSeconds when the next one comes back (0 when none is used).
+	RunsLeft        int `json:"runs_left"`
+	RunsBackSeconds int `json:"runs_back_seconds"`
+	// LiveRun is the ID of the live run in progress, "" when none: anyone may watch it.
+	LiveRun string `json:"live_run,omitempty"`
 }
 
 // LimitsJSON are the public-run limits as the page shows them.
@@ -151,8 +185,14 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	queued := s.live - running
 	s.mu.Unlock()
 	l := s.limits
+	left, back := s.runsLeft(s.visitor(r))
+	backS := 0
+	if back > 0 {
+		backS = retrySeconds(back)
+	}
 	writeJSON(w, http.StatusOK, HealthJSON{
 		Status: "ok", Live: live, Why: why, Running: running, Queued: queued,
+		RunsLeft: left, RunsBackSeconds: backS, LiveRun: s.liveRunID(),
 		Limits: LimitsJSON{
 			Concurrent: l.Concurrent, Queue: l.Queue, PerVisitor: l.PerVisitor, WindowSeconds: int(l.Window.Seconds()),
 			DailySpendUSD: l.DailySpendUSD, RunDeadlineSec: int(l.RunDeadline.Seconds()),
@@ -162,6 +202,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 // liveReadOnly is liveAllowed without writing to the ledger.
 func (s *Server) liveReadOnly(r *http.Request) (bool, string) {
+	if s.recordedOnly {
+		return false, WhyRecordedOnly
+	}
 	if s.ledger == nil {
 		return false, WhyLedger
 	}
@@ -194,11 +237,13 @@ type CreatedJSON struct {
 	URL    string `json:"url"`    // GET it for the run
 	Events string `json:"events"` // the run's event stream
 	Frame  string `json:"frame"`  // the live view's latest frame
+	// RunsLeft is how many live runs the visitor has left in the window.
+	RunsLeft int `json:"runs_left"`
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if !s.originAllowed(r) {
-		writeError(w, http.StatusForbidden, "origin not allowed", nil)
+		writeError(w, http.StatusForbidden, originRefused(r.Header.Get("Origin")), nil)
 		return
 	}
 	// The body is small: a slow sender does not get to hold the connection.
@@ -222,7 +267,11 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.More() {
-		writeError(w, http.StatusBadRequest, `the body must be one JSON object: {"preset": NAME} or {"task": TEXT}`, nil)
+		msg := `the body must be one JSON object: {"preset": NAME} or {"task": TEXT}`
+		if f, ok := unknownField(err); ok {
+			msg = fmt.Sprintf("unknown field %q: %s", clip(f, 64), msg)
+		}
+		writeError(w, http.StatusBadRequest, msg, nil)
 		return
 	}
 	if (req.Preset == "") == (req.Task == "") {
@@ -234,7 +283,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if req.Preset != "" {
 		p, ok := coordinator.PresetByName(req.Preset)
 		if !ok {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q", clip(req.Preset, 64)), nil)
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q; presets: %s", clip(req.Preset, 64), strings.Join(presetNames(), ", ")), nil)
 			return
 		}
 		preset, task = p, p.Task
@@ -246,17 +295,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error(), map[string]any{"status": coordinator.StatusRejected})
 		return
 	}
-	visitor := visitorKey(clientAddr(r, s.trusted))
 	live, why := s.liveAllowed(r.Context())
 	info := RunInfo{Task: t.Text, Preset: preset.Name, Simulated: preset.Simulated, Model: s.modelName}
-	var rec Recording
-	found := false
-	if !live {
-		var other bool
-		rec, other, found = s.recordingFor(task, preset)
-		recorded(&info, rec, other, found, why)
-	}
-	run, lerr := s.admit(visitor, info, live)
+	rec, other, found := s.recordingFor(task, preset)
+	adm, lerr := s.admit(admission{visitor: s.visitor(r), info: info, live: live, why: why, rec: rec, other: other, found: found})
 	if lerr != nil {
 		w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(lerr.retry)))
 		code := http.StatusTooManyRequests
@@ -268,15 +310,18 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	if live {
+	run := adm.run
+	if adm.live {
 		s.startLive(run, task, preset)
 	} else {
-		s.logf("web: run %s plays a recorded run: %s", run.id, why)
+		s.logf("web: run %s plays a recorded run: %s", run.id, run.snapshot().Recorded.Why)
 		s.startPlayback(run, rec, found)
 	}
 	base := "/api/runs/" + run.id
 	w.Header().Set("Location", base)
-	writeJSON(w, http.StatusAccepted, CreatedJSON{RunInfo: run.snapshot().RunInfo, URL: base, Events: base + "/events", Frame: base + "/frame"})
+	writeJSON(w, http.StatusAccepted, CreatedJSON{
+		RunInfo: run.snapshot().RunInfo, URL: base, Events: base + "/events", Frame: base + "/frame", RunsLeft: adm.left,
+	})
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
@@ -295,6 +340,19 @@ func (s *Server) frame(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	png := run.latestFrame()
+	if q := r.URL.Query().Get("seq"); q != "" {
+		seq, err := strconv.Atoi(q)
+		if err != nil || seq < 1 {
+			writeError(w, http.StatusBadRequest, "seq must be a frame number, 1 or more", nil)
+			return
+		}
+		if png = run.frameAt(seq); png == nil {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("no frame %d (a run keeps its last %d)", seq, keepFrames), nil)
+			return
+		}
+		// A numbered frame never changes.
+		w.Header().Set("Cache-Control", "private, max-age=3600, immutable")
+	}
 	if png == nil {
 		writeError(w, http.StatusNotFound, "no frame", nil)
 		return
@@ -313,7 +371,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such run", nil)
 		return
 	}
-	visitor := visitorKey(clientAddr(r, s.trusted))
+	visitor := s.visitor(r)
 	s.mu.Lock()
 	if s.streams >= s.limits.Streams || s.vstreams[visitor] >= s.limits.VisitorStream {
 		s.mu.Unlock()
@@ -404,6 +462,23 @@ func writeError(w http.ResponseWriter, status int, msg string, extra map[string]
 		body[k] = v
 	}
 	writeJSON(w, status, body)
+}
+
+// unknownField is the name in encoding/json's error for a field DisallowUnknownFields refused.
+func unknownField(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	const prefix = "json: unknown field "
+	msg := err.Error()
+	if !strings.HasPrefix(msg, prefix) {
+		return "", false
+	}
+	name, err := strconv.Unquote(strings.TrimPrefix(msg, prefix))
+	if err != nil {
+		return "", false
+	}
+	return name, true
 }
 
 // clip cuts s to at most n bytes for an error message.

@@ -197,16 +197,18 @@ func TestCreateRunRefusals(t *testing.T) {
 		{"not json content type", `{"preset":"lookup"}`, map[string]string{"Content-Type": "text/plain"}, 415, "application/json"},
 		{"form content type", `preset=lookup`, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, "application/json"},
 		{"body over 4 KiB", big, nil, 413, "over 4096 bytes"},
-		{"unknown field", `{"preset":"lookup","model":"gpt-5"}`, nil, 400, "one JSON object"},
+		{"unknown field", `{"preset":"lookup","model":"gpt-5"}`, nil, 400, `unknown field "model": the body must be one JSON object`},
 		{"two objects", `{"preset":"lookup"}{"preset":"lookup"}`, nil, 400, "one JSON object"},
 		{"not an object", `["lookup"]`, nil, 400, "one JSON object"},
 		{"neither preset nor task", `{}`, nil, 400, "exactly one"},
 		{"both preset and task", `{"preset":"lookup","task":"Look up SYN-0042"}`, nil, 400, "exactly one"},
-		{"unknown preset", `{"preset":"delete-everything"}`, nil, 400, "unknown preset"},
+		{"unknown preset", `{"preset":"delete-everything"}`, nil, 400, `unknown preset "delete-everything"; presets: lookup, blocked-write, off-site, sign-in, conflicting-sources`},
 		{"task with two IDs", `{"task":"Compare SYN-0001 with SYN-0002"}`, nil, 400, "more than one record ID (SYN-0001, SYN-0002)"},
 		{"task without an ID", `{"task":"Look up everything"}`, nil, 400, "no record ID"},
 		{"task with a malformed ID", `{"task":"Look up SYN-42"}`, nil, 400, "malformed record ID"},
 		{"cross-site origin", `{"preset":"lookup"}`, map[string]string{"Origin": "https://evil.example"}, 403, "origin not allowed"},
+		{"extension origin hints at --allow-origin", `{"preset":"lookup"}`, map[string]string{"Origin": "chrome-extension://bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"}, 403,
+			"origin not allowed: start the server with --allow-origin chrome-extension://bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"},
 		{"null origin", `{"preset":"lookup"}`, map[string]string{"Origin": "null"}, 403, "origin not allowed"},
 		{"other extension", `{"preset":"lookup"}`, map[string]string{"Origin": "chrome-extension://ponmlkjihgfedcbaponmlkjihgfedcba"}, 403, "origin not allowed"},
 	}
@@ -226,6 +228,33 @@ func TestCreateRunRefusals(t *testing.T) {
 	r.json(t, &rej)
 	if rej.Status != "rejected" {
 		t.Errorf("rejected task: got status %q, want rejected", rej.Status)
+	}
+}
+
+// TestMethodNotAllowed: a known endpoint asked with a method it does not take answers 405 with
+// Allow; an unknown one 404.
+func TestMethodNotAllowed(t *testing.T) {
+	_, ts := newServer(t)
+	tests := []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{"PUT", "/api/runs", 405, "POST, OPTIONS"},
+		{"GET", "/api/runs", 405, "POST, OPTIONS"},
+		{"DELETE", "/api/runs/0123456789abcdef", 405, "GET, HEAD"},
+		{"POST", "/api/runs/0123456789abcdef/events", 405, "GET, HEAD"},
+		{"PATCH", "/api/runs/0123456789abcdef/frame", 405, "GET, HEAD"},
+		{"POST", "/api/health", 405, "GET, HEAD"},
+		{"PUT", "/api/presets", 405, "GET, HEAD"},
+		{"PUT", "/api/nothing", 404, ""},
+		{"GET", "/api/runs/x/y", 404, ""},
+	}
+	for _, tt := range tests {
+		r := do(t, tt.method, ts.URL+tt.path, "", nil)
+		if r.code != tt.code || r.header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s:\n\tgot  %d, Allow %q, %s\n\twant %d, Allow %q", tt.method, tt.path, r.code, r.header.Get("Allow"), r.body, tt.code, tt.allow)
+		}
 	}
 }
 

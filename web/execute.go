@@ -44,6 +44,8 @@ type Moment struct {
 	Step  *StepJSON `json:"step,omitempty"`
 	Frame []byte    `json:"frame,omitempty"` // PNG of the agent's browser viewport
 	View  string    `json:"view,omitempty"`  // why there is no frame: one of the View* phrases
+	// Phase is a start phase of the run's browser (live runs only; never in a recording).
+	Phase string `json:"phase,omitempty"`
 }
 
 // RunSpec is one run for Execute.
@@ -135,13 +137,15 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 		return c.Fail(ctx, ra, "browser: no launcher"), ""
 	}
 	// The coordinator records the run as running before it launches the browser (write ahead),
-	// and closes the browser before it records the end.
+	// and closes the browser before it records the end. Each start phase is an event.
 	desc := ""
+	emit(Moment{AtMS: at(), Phase: PhaseStarting})
 	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
-		b, closer, err := spec.Launch(ctx, spec.Policy)
+		b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), spec.Policy)
 		if err != nil {
 			return nil, nil, err
 		}
+		emit(Moment{AtMS: at(), Phase: PhaseReady})
 		shots, _ = b.(screenshotter)
 		desc = describeBrowser(b)
 		return b, closer, nil

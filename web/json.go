@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
@@ -20,13 +21,37 @@ type StepJSON struct {
 	Layer      string `json:"layer"`
 	DurationMS int64  `json:"duration_ms"`
 	Simulated  bool   `json:"simulated,omitempty"`
+	// Outcome labels the final answer step by how the run ends (answered, uncertain or blocked),
+	// so that the answer check's verdict is not read as a policy denial. "" for every other step.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 func stepJSON(s coordinator.Step) StepJSON {
-	return StepJSON{
+	return withOutcome(StepJSON{
 		N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict.String(), Rule: s.Rule, Reason: s.Reason,
 		Layer: s.Layer, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
+	})
+}
+
+// conflictReason begins the answer check's reason when the sources disagree (coordinator's
+// uncertain verdict).
+const conflictReason = "sources conflict on "
+
+// withOutcome sets the Outcome of an answer-check step: an allowed answer is answered, one the
+// sources disagree on is uncertain, any other refused final message ends blocked.
+func withOutcome(s StepJSON) StepJSON {
+	if s.Tool != coordinator.ToolAnswer || s.Rule != coordinator.RuleAnswer {
+		return s
 	}
+	switch {
+	case s.Verdict == "allow":
+		s.Outcome = string(coordinator.StatusAnswered)
+	case strings.HasPrefix(s.Reason, conflictReason):
+		s.Outcome = string(coordinator.StatusUncertain)
+	default:
+		s.Outcome = string(coordinator.StatusBlocked)
+	}
+	return s
 }
 
 // FieldJSON is one answered field.
@@ -141,6 +166,15 @@ func presetsJSON() []PresetJSON {
 	var out []PresetJSON
 	for _, p := range coordinator.Presets() {
 		out = append(out, PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Expect: p.Expect, Simulated: p.Simulated})
+	}
+	return out
+}
+
+// presetNames are the presets' names, in the API's order.
+func presetNames() []string {
+	var out []string
+	for _, p := range coordinator.Presets() {
+		out = append(out, p.Name)
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,64 +41,75 @@ func burst(t *testing.T, url, body string, n int, hdr func(i int) map[string]str
 	return out
 }
 
+// TestOneRunAtATime: while a live run is in progress, every other visitor gets a recorded run of
+// their preset, labelled busy, with the live run to watch; of many requests at once on an idle
+// server exactly one goes live.
 func TestOneRunAtATime(t *testing.T) {
 	g := newGate()
-	_, ts := newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback))
+	_, ts := newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback), WithPlayback(0, 0))
 	first := startRun(t, ts.URL, `{"preset":"lookup"}`, xff("203.0.113.1"))
 	<-g.started // the run is in progress, held in its first Open
 
-	// 50 concurrent requests from 50 visitors while it runs: every one gets 429 with Retry-After.
-	rs := burst(t, ts.URL, `{"preset":"lookup"}`, 50, func(i int) map[string]string { return xff(fmt.Sprintf("198.51.100.%d", i+1)) })
+	// 50 concurrent requests from 50 visitors while it runs: every one plays a recording.
+	rs := burst(t, ts.URL, `{"preset":"conflicting-sources"}`, 50, func(i int) map[string]string { return xff(fmt.Sprintf("198.51.100.%d", i+1)) })
 	for i, r := range rs {
-		ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
-		if r.code != http.StatusTooManyRequests || ra < 1 {
-			t.Errorf("request %d while busy: got %d Retry-After %q, want 429 with Retry-After", i, r.code, r.header.Get("Retry-After"))
-			continue
+		var c CreatedJSON
+		r.json(t, &c)
+		if r.code != http.StatusAccepted || c.Recorded == nil || c.Recorded.Kind != KindBusy || c.Recorded.Watch != first.ID ||
+			c.Recorded.Why != "busy: one live run at a time; 1 running, 0 waiting" || c.Recorded.Preset != "conflicting-sources" || c.RunsLeft != 5 {
+			t.Errorf("request %d while busy: got %d %s\n\twant 202, recorded busy, watch %s, 5 live runs left", i, r.code, r.body, first.ID)
 		}
-		var body struct {
-			Error      string `json:"error"`
-			RetryAfter int    `json:"retry_after"`
-			Running    int    `json:"running"`
-			Queued     int    `json:"queued"`
-		}
-		r.json(t, &body)
-		if body.Running != 1 || body.Queued != 0 || body.RetryAfter != ra {
-			t.Errorf("request %d: body %+v, want running 1, queued 0, retry_after %d", i, body, ra)
-		}
+	}
+	// The run in progress can be watched by anyone: its stream and its state.
+	var h HealthJSON
+	do(t, "GET", ts.URL+"/api/health", "", nil).json(t, &h)
+	if h.LiveRun != first.ID || h.Running != 1 {
+		t.Errorf("health while busy: live_run %q running %d, want %s, 1", h.LiveRun, h.Running, first.ID)
 	}
 	g.open()
 	if res := waitResult(t, ts.URL, first.ID); res.Status != coordinator.StatusAnswered {
 		t.Fatalf("the running run: got %s (%s)", res.Status, res.Reason)
 	}
 
-	// 50 concurrent requests at once on an idle server: exactly one runs (held, so that no
-	// request can come after it ends).
+	// A typed task is its visitor's words: while it runs, nobody else is offered to watch it.
 	g = newGate()
-	_, ts = newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback))
+	_, ts = newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback), WithPlayback(0, 0))
+	typed := startRun(t, ts.URL, `{"task":"Look up SYN-0042 for my private project"}`, xff("203.0.113.1"))
+	<-g.started
+	c := startRun(t, ts.URL, `{"preset":"lookup"}`, xff("203.0.113.2"))
+	h = HealthJSON{}
+	do(t, "GET", ts.URL+"/api/health", "", nil).json(t, &h)
+	if c.Recorded == nil || c.Recorded.Kind != KindBusy || c.Recorded.Watch != "" || h.LiveRun != "" {
+		t.Errorf("busy with a typed task: recorded %+v, live_run %q; want busy, nothing to watch", c.Recorded, h.LiveRun)
+	}
+	g.open()
+	waitResult(t, ts.URL, typed.ID)
+
+	// 50 concurrent requests at once on an idle server: exactly one runs live (held, so that no
+	// request can come after it ends); the others play a recording labelled busy.
+	g = newGate()
+	_, ts = newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback), WithPlayback(0, 0))
 	rs = burst(t, ts.URL, `{"preset":"lookup"}`, 50, func(i int) map[string]string { return xff(fmt.Sprintf("192.0.2.%d", i+1)) })
-	var accepted []string
+	var live []string
 	busy := 0
 	for _, r := range rs {
-		switch r.code {
-		case http.StatusAccepted:
-			var c CreatedJSON
-			r.json(t, &c)
-			accepted = append(accepted, c.ID)
-		case http.StatusTooManyRequests:
-			if r.header.Get("Retry-After") == "" {
-				t.Errorf("429 without Retry-After")
-			}
+		var c CreatedJSON
+		r.json(t, &c)
+		switch {
+		case r.code == http.StatusAccepted && c.Recorded == nil:
+			live = append(live, c.ID)
+		case r.code == http.StatusAccepted && c.Recorded.Kind == KindBusy:
 			busy++
 		default:
 			t.Errorf("got %d %s", r.code, r.body)
 		}
 	}
-	if len(accepted) != 1 || busy != 49 {
-		t.Fatalf("50 concurrent requests: %d accepted, %d got 429; want 1 and 49", len(accepted), busy)
+	if len(live) != 1 || busy != 49 {
+		t.Fatalf("50 concurrent requests: %d live, %d recorded as busy; want 1 and 49", len(live), busy)
 	}
 	g.open()
-	if res := waitResult(t, ts.URL, accepted[0]); res.Status != coordinator.StatusAnswered {
-		t.Errorf("the accepted run: got %s", res.Status)
+	if res := waitResult(t, ts.URL, live[0]); res.Status != coordinator.StatusAnswered {
+		t.Errorf("the live run: got %s", res.Status)
 	}
 }
 
@@ -112,9 +122,9 @@ func TestQueue(t *testing.T) {
 	if second.State != StateQueued || second.Place != 1 {
 		t.Errorf("second run: got state %s place %d, want queued 1", second.State, second.Place)
 	}
-	r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"lookup"}`, nil)
-	if r.code != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
-		t.Errorf("third run with a full queue: got %d, want 429 with Retry-After", r.code)
+	third := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	if third.Recorded == nil || third.Recorded.Kind != KindBusy || third.Recorded.Why != "busy: one live run at a time; 1 running, 1 waiting" || third.Recorded.Watch != first.ID {
+		t.Errorf("third run with a full queue: got recorded %+v, want busy with 1 running, 1 waiting, watch %s", third.Recorded, first.ID)
 	}
 	g.open()
 	if res := waitResult(t, ts.URL, first.ID); res.Status != coordinator.StatusAnswered {
@@ -125,37 +135,57 @@ func TestQueue(t *testing.T) {
 	}
 }
 
+// TestVisitorLimit: five live runs per visitor per hour; the sixth plays a recording labelled with
+// when the next live run comes; past the recorded runs' limit the answer is 429.
 func TestVisitorLimit(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)}
-	_, ts := newServer(t, WithClock(clock.Now), WithTrustedProxies(loopback))
+	_, ts := newServer(t, WithClock(clock.Now), WithTrustedProxies(loopback), WithPlayback(0, 0), WithLimits(Limits{Recorded: 3}))
 	alice := xff("203.0.113.7")
-	for range 5 {
+	latest := ""
+	for i := range 5 {
 		c := startRun(t, ts.URL, `{"preset":"blocked-write"}`, alice)
+		if c.Recorded != nil || c.RunsLeft != 4-i {
+			t.Errorf("run %d: recorded %+v, %d left; want live, %d left", i+1, c.Recorded, c.RunsLeft, 4-i)
+		}
 		waitResult(t, ts.URL, c.ID)
+		latest = c.ID
 		clock.Add(5 * time.Minute)
 	}
-	// 25 minutes after the first run: the sixth waits 35 minutes, until the first is an hour old.
-	r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"blocked-write"}`, alice)
-	if r.code != http.StatusTooManyRequests || r.header.Get("Retry-After") != "2100" {
-		t.Fatalf("sixth run in an hour: got %d Retry-After %q, want 429 2100\n%s", r.code, r.header.Get("Retry-After"), r.body)
+	var h HealthJSON
+	do(t, "GET", ts.URL+"/api/health", "", alice).json(t, &h)
+	if h.RunsLeft != 0 || h.RunsBackSeconds != 2100 {
+		t.Errorf("health after five: runs_left %d back %d s, want 0, 2100", h.RunsLeft, h.RunsBackSeconds)
 	}
-	if got, want := r.errText(t), "visitor limit: 5 runs per hour; try again in 35 min"; got != want {
-		t.Errorf("sixth run in an hour:\n\tgot  %q\n\twant %q", got, want)
+	// 25 minutes after the first run: the sixth plays a recording; the next live run is in 35 min.
+	sixth := startRun(t, ts.URL, `{"preset":"blocked-write"}`, alice)
+	if sixth.Recorded == nil || sixth.Recorded.Kind != KindVisitor || sixth.Recorded.Why != "visitor limit: 5 live runs per hour; next live run in 35 min" || sixth.RunsLeft != 0 {
+		t.Fatalf("sixth run in an hour: got recorded %+v, %d left", sixth.Recorded, sixth.RunsLeft)
 	}
-	// Refusals and rejected tasks do not count; another visitor is not limited.
+	checkRecorded(t, ts.URL, sixth, sixth.Recorded.Why, "blocked-write", latest)
+	// Rejected tasks do not count; another visitor is not limited.
 	bob := startRun(t, ts.URL, `{"preset":"blocked-write"}`, xff("203.0.113.8"))
+	if bob.Recorded != nil {
+		t.Errorf("another visitor: recorded %+v", bob.Recorded)
+	}
 	waitResult(t, ts.URL, bob.ID)
 	// A forwarded-for header the client adds itself is not believed: through the proxy, the
 	// right-most untrusted address is the visitor.
-	r = do(t, "POST", ts.URL+"/api/runs", `{"preset":"blocked-write"}`, xff("198.51.100.99, 203.0.113.7"))
-	if r.code != http.StatusTooManyRequests {
-		t.Errorf("spoofed X-Forwarded-For: got %d, want 429", r.code)
+	if c := startRun(t, ts.URL, `{"preset":"blocked-write"}`, xff("198.51.100.99, 203.0.113.7")); c.Recorded == nil || c.Recorded.Kind != KindVisitor {
+		t.Errorf("spoofed X-Forwarded-For: got recorded %+v, want the visitor limit", c.Recorded)
 	}
 	clock.Add(35 * time.Minute) // the first run is an hour old, the other four are not
 	c := startRun(t, ts.URL, `{"preset":"blocked-write"}`, alice)
+	if c.Recorded != nil {
+		t.Errorf("an hour after the first: recorded %+v, want live", c.Recorded)
+	}
 	waitResult(t, ts.URL, c.ID)
-	if r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"blocked-write"}`, alice); r.code != http.StatusTooManyRequests {
-		t.Errorf("again at five in the hour: got %d, want 429", r.code)
+	if c := startRun(t, ts.URL, `{"preset":"off-site"}`, xff("203.0.113.7")); c.Recorded == nil || c.Recorded.Kind != KindVisitor {
+		t.Errorf("again at five in the hour: got recorded %+v, want the visitor limit", c.Recorded)
+	}
+	// That was the third recorded run in the hour: past the limit (3 here) the answer is 429.
+	r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"lookup"}`, alice)
+	if r.code != http.StatusTooManyRequests || r.header.Get("Retry-After") != "1500" || r.errText(t) != "visitor limit: 3 recorded runs per hour; try again in 25 min" {
+		t.Errorf("fourth recorded run: got %d Retry-After %q %s, want 429, 1500", r.code, r.header.Get("Retry-After"), r.body)
 	}
 }
 
@@ -166,8 +196,8 @@ func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
 		c := startRun(t, ts.URL, `{"preset":"off-site"}`, xff(fmt.Sprintf("203.0.113.%d", i+1)))
 		waitResult(t, ts.URL, c.ID)
 	}
-	if r := do(t, "POST", ts.URL+"/api/runs", `{"preset":"off-site"}`, xff("203.0.113.200")); r.code != http.StatusTooManyRequests {
-		t.Errorf("sixth run with a made-up X-Forwarded-For from an untrusted peer: got %d, want 429", r.code)
+	if c := startRun(t, ts.URL, `{"preset":"off-site"}`, xff("203.0.113.200")); c.Recorded == nil || c.Recorded.Kind != KindVisitor {
+		t.Errorf("sixth run with a made-up X-Forwarded-For from an untrusted peer: got recorded %+v, want the visitor limit", c.Recorded)
 	}
 }
 
@@ -240,7 +270,7 @@ func TestSpendCap(t *testing.T) {
 	// Over the cap: the recorded run of the same preset plays, labelled.
 	ledger.set(func(l *memLedger) { l.spend[day] = 3.0 })
 	c = startRun(t, ts.URL, `{"preset":"conflicting-sources"}`, nil)
-	checkRecorded(t, ts.URL, c, WhySpendCap, "conflicting-sources")
+	checkRecorded(t, ts.URL, c, WhySpendCap, "conflicting-sources", "")
 	if got := ledger.on(day); got != 3.0 {
 		t.Errorf("a recorded run was charged: ledger $%v", got)
 	}
@@ -252,21 +282,22 @@ func TestSpendCap(t *testing.T) {
 		t.Errorf("next day: recorded %+v, want live", c.Recorded)
 	}
 	waitResult(t, ts.URL, c.ID)
+	latestLookup := c.ID // from now on, the lookup's recording is this run
 
 	// An unreadable ledger: fail closed.
 	ledger.set(func(l *memLedger) { l.readErr = errors.New("database is locked") })
 	c = startRun(t, ts.URL, `{"preset":"sign-in"}`, nil)
-	checkRecorded(t, ts.URL, c, WhyLedger, "sign-in")
+	checkRecorded(t, ts.URL, c, WhyLedger, "sign-in", "")
 
 	// A typed task plays the recording of its record when there is one, else the lookup's, and
 	// says it is not the task asked.
 	c = startRun(t, ts.URL, `{"task":"Look up SYN-0077 for me"}`, nil)
-	checkRecorded(t, ts.URL, c, WhyLedger, "conflicting-sources")
+	checkRecorded(t, ts.URL, c, WhyLedger, "conflicting-sources", "")
 	if !c.Recorded.OtherTask {
 		t.Errorf("typed task: the recording is of another task, want other_task")
 	}
 	c = startRun(t, ts.URL, `{"task":"Look up SYN-0100"}`, nil)
-	checkRecorded(t, ts.URL, c, WhyLedger, "lookup")
+	checkRecorded(t, ts.URL, c, WhyLedger, "lookup", latestLookup)
 
 	// A charge the ledger cannot take stops live runs until it can.
 	ledger.set(func(l *memLedger) { l.readErr = nil; l.writeErr = errors.New("disk full") })
@@ -275,8 +306,9 @@ func TestSpendCap(t *testing.T) {
 		t.Fatalf("readable ledger: got recorded")
 	}
 	waitResult(t, ts.URL, c.ID)
+	latestLookup = c.ID
 	c = startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
-	checkRecorded(t, ts.URL, c, WhyLedger, "lookup")
+	checkRecorded(t, ts.URL, c, WhyLedger, "lookup", latestLookup)
 	ledger.set(func(l *memLedger) { l.writeErr = nil })
 	before := ledger.on(dayKey(clock.Now()))
 	c = startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
@@ -292,7 +324,9 @@ func TestSpendCap(t *testing.T) {
 func dayKey(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
 // checkRecorded follows a run that must be a recorded one of preset, played because of why.
-func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset string) {
+// latest is the run ID of the latest live run of preset on this server, "" when none: it is
+// played instead of the embedded recording.
+func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest string) {
 	t.Helper()
 	if c.Recorded == nil || c.Recorded.Why != why || c.Recorded.Preset != preset || c.Recorded.RecordedAt.IsZero() || c.Recorded.Browser == "" {
 		t.Fatalf("POST: got recorded %+v, want a recording of %s because %q", c.Recorded, preset, why)
@@ -304,6 +338,9 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset string)
 		if r.Preset == preset {
 			want = r
 		}
+	}
+	if latest != "" {
+		want.Result.RunID = latest
 	}
 	steps := 0
 	var res ResultJSON

@@ -52,7 +52,7 @@ func (r Recording) Validate() error {
 			return fmt.Errorf("timeline entry %d goes back in time", i+1)
 		}
 		last = m.AtMS
-		if (m.Step != nil) == (m.Frame != nil || m.View != "") || (m.Frame != nil && m.View != "") {
+		if (m.Step != nil) == (m.Frame != nil || m.View != "") || (m.Frame != nil && m.View != "") || m.Phase != "" {
 			return fmt.Errorf("timeline entry %d must hold exactly one of step, frame or view", i+1)
 		}
 		if m.Step != nil {
@@ -97,6 +97,15 @@ func LoadRecordings(fsys fs.FS) ([]Recording, error) {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("recorded run %s: %w", name, err)
 		}
+		// Files recorded before steps carried their outcome get it here.
+		for i := range r.Timeline {
+			if st := r.Timeline[i].Step; st != nil {
+				*st = withOutcome(*st)
+			}
+		}
+		for i := range r.Result.Steps {
+			r.Result.Steps[i] = withOutcome(r.Result.Steps[i])
+		}
 		if prev, dup := seen[r.Preset]; dup {
 			return nil, fmt.Errorf("recorded run %s: preset %q is also recorded in %s", name, r.Preset, prev)
 		}
@@ -122,7 +131,11 @@ func MarshalRecording(r Recording) ([]byte, error) {
 // status before keeping it.
 func Capture(ctx context.Context, spec RunSpec) Recording {
 	var timeline []Moment
-	res, browser := Execute(ctx, spec, func(m Moment) { timeline = append(timeline, m) })
+	res, browser := Execute(ctx, spec, func(m Moment) {
+		if m.Phase == "" {
+			timeline = append(timeline, m)
+		}
+	})
 	if browser == "" {
 		browser = "none"
 	}

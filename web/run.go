@@ -19,6 +19,7 @@ const (
 	EventRun    = "run"    // RunInfo, sent first and on every change of state
 	EventStep   = "step"   // StepJSON
 	EventFrame  = "frame"  // FrameJSON: the live view changed
+	EventPhase  = "phase"  // PhaseJSON: a start phase of the run's browser
 	EventResult = "result" // ResultJSON
 	EventEnd    = "end"    // {}: the stream ends
 )
@@ -39,7 +40,13 @@ type RunInfo struct {
 
 // RecordedInfo labels a recorded run played in place of a live one.
 type RecordedInfo struct {
-	Why        string    `json:"why"` // "daily model-spend cap reached" or "spend ledger unavailable"
+	// Kind is why in one word: KindPaused, KindBusy or KindVisitor.
+	Kind string `json:"kind"`
+	// Why says it for a person: "daily model-spend cap reached", "busy: one live run at a time; …".
+	Why string `json:"why"`
+	// Watch is the ID of the live run in progress when the demo was busy: its event stream can be
+	// followed read-only.
+	Watch      string    `json:"watch,omitempty"`
 	Preset     string    `json:"preset"`
 	Task       string    `json:"task"` // the recorded run's task
 	Model      string    `json:"model"`
@@ -55,11 +62,26 @@ type FrameJSON struct {
 	Seq  int    `json:"seq,omitempty"`
 	Step int    `json:"step"` // the last step before it
 	View string `json:"view,omitempty"`
+	// URL is the page the agent's browser was on after that step (the last step with a URL), and
+	// Verdict and Reason the decision of that step's request.
+	URL     string `json:"url,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// keepFrames bounds the frames of a run kept for GET /frame?seq=N (the latest is always kept).
+const keepFrames = 40
+
+// PhaseJSON is a start phase of a live run's browser, AtMS after the run began.
+type PhaseJSON struct {
+	Phase string `json:"phase"`
+	AtMS  int64  `json:"at_ms"`
 }
 
 // RunJSON is GET /api/runs/{id}: the run, its steps so far, its live view and its result.
 type RunJSON struct {
 	RunInfo
+	Phases []PhaseJSON `json:"phases"`
 	Steps  []StepJSON  `json:"steps"`
 	Frame  FrameJSON   `json:"frame"`
 	Result *ResultJSON `json:"result"`
@@ -80,8 +102,10 @@ type run struct {
 	info    RunInfo
 	events  []event
 	changed chan struct{} // closed and replaced on every new event
+	phases  []PhaseJSON
 	steps   []StepJSON
 	frame   []byte
+	frames  map[int][]byte // by seq, the last keepFrames
 	fj      FrameJSON
 	result  *ResultJSON
 	done    bool
@@ -115,17 +139,28 @@ func (r *run) moment(m Moment) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
+	case m.Phase != "":
+		p := PhaseJSON{Phase: m.Phase, AtMS: m.AtMS}
+		r.phases = append(r.phases, p)
+		r.emitLocked(EventPhase, p)
 	case m.Step != nil:
 		r.steps = append(r.steps, *m.Step)
 		r.emitLocked(EventStep, *m.Step)
 	case m.Frame != nil:
 		r.frame = m.Frame
-		r.fj = FrameJSON{Seq: r.fj.Seq + 1, Step: len(r.steps)}
+		r.fj = r.whereLocked(FrameJSON{Seq: r.fj.Seq + 1, Step: len(r.steps)})
+		if r.frames == nil {
+			r.frames = map[int][]byte{}
+		}
+		r.frames[r.fj.Seq] = m.Frame
+		delete(r.frames, r.fj.Seq-keepFrames)
 		r.emitLocked(EventFrame, r.fj)
 	default:
 		r.frame = nil
-		r.fj = FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View}
-		r.emitLocked(EventFrame, FrameJSON{Step: r.fj.Step, View: m.View})
+		r.fj = r.whereLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View})
+		ev := r.fj
+		ev.Seq = 0
+		r.emitLocked(EventFrame, ev)
 	}
 }
 
@@ -148,11 +183,25 @@ func (r *run) finish(res ResultJSON) {
 func (r *run) snapshot() RunJSON {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := RunJSON{RunInfo: r.info, Steps: append([]StepJSON{}, r.steps...), Frame: r.fj, Result: r.result}
+	out := RunJSON{RunInfo: r.info, Phases: append([]PhaseJSON{}, r.phases...), Steps: append([]StepJSON{}, r.steps...), Frame: r.fj, Result: r.result}
 	if r.frame == nil {
 		out.Frame.Seq = 0
 	}
 	return out
+}
+
+// whereLocked adds to f the page the browser was on and the last step's decision. r.mu is held.
+func (r *run) whereLocked(f FrameJSON) FrameJSON {
+	for i := len(r.steps) - 1; i >= 0; i-- {
+		if r.steps[i].URL != "" {
+			f.URL = r.steps[i].URL
+			break
+		}
+	}
+	if n := len(r.steps); n > 0 {
+		f.Verdict, f.Reason = r.steps[n-1].Verdict, r.steps[n-1].Reason
+	}
+	return f
 }
 
 // latestFrame returns the current frame of the live view, or nil.
@@ -160,6 +209,13 @@ func (r *run) latestFrame() []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.frame
+}
+
+// frameAt returns frame seq, if it is still kept.
+func (r *run) frameAt(seq int) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frames[seq]
 }
 
 // next returns the events after the first n, the channel closed on the next one, and whether the

@@ -196,25 +196,64 @@ func TestPageRecordedRun(t *testing.T) {
 	shot(t, page, "page-recorded-after")
 }
 
+// TestPageBusy: two visitors at once. While one visitor's live run is held, the second plays a
+// recording labelled busy and is offered the live run to watch; watching follows that run,
+// read-only, to its end.
 func TestPageBusy(t *testing.T) {
 	g := newGate()
-	_, ts := newServer(t, WithLauncher(g.launch))
-	c := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	_, ts := newServer(t, WithLauncher(g.launch), WithPlayback(0.2, 200*time.Millisecond))
+	first := newPage(t)
+	_, err := first.Goto(ts.URL)
+	must(t, "goto first", err)
+	must(t, "first clicks", first.Locator(`button[data-preset="lookup"]`).Click())
 	<-g.started
+	must(t, "first is live", expect.Locator(first.Locator("#live-tag")).ToHaveText("live"))
+	page := newPage(t)
+	_, err = page.Goto(ts.URL)
+	must(t, "goto", err)
+	must(t, "click", page.Locator(`button[data-preset="off-site"]`).Click())
+	must(t, "recorded tag", expect.Locator(page.Locator("#live-tag")).ToHaveText("recorded"))
+	must(t, "busy banner", expect.Locator(page.Locator("#recorded-banner")).ToContainText("Recorded run: the live browser is busy with another visitor's run (busy: one live run at a time; 1 running, 0 waiting)"))
+	must(t, "recorded when", expect.Locator(page.Locator("#recorded-banner")).ToContainText("This is a real run recorded 20"))
+	must(t, "watch offered", expect.Locator(page.Locator("#watch-live")).ToBeVisible())
+	must(t, "recorded result", expect.Locator(page.Locator(`.result-view[data-status="blocked"]`)).ToBeVisible())
+	shot(t, page, "page-busy")
+	must(t, "watch", page.Locator("#watch-live").Click())
+	must(t, "spectator banner", expect.Locator(page.Locator("#spectator-banner")).ToBeVisible())
+	must(t, "watching the live run", expect.Locator(page.Locator("#run-state")).ToHaveText("Running…"))
+	must(t, "the live run's task", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: lookup"))
+	g.open()
+	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
+	must(t, "the first visitor too", expect.Locator(first.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
+	must(t, "no live view", expect.Locator(page.Locator("#screen-note")).ToContainText("no live view"))
+}
+
+// TestPageSixRuns: one visitor runs six presets in a row: the page counts the live runs down, and
+// the sixth plays a recording labelled with the visitor limit and when it was recorded.
+func TestPageSixRuns(t *testing.T) {
+	_, ts := newServer(t, WithPlayback(0, 0))
 	page := newPage(t)
 	_, err := page.Goto(ts.URL)
 	must(t, "goto", err)
-	must(t, "click", page.Locator(`button[data-preset="off-site"]`).Click())
-	must(t, "busy message", expect.Locator(page.Locator("#notice")).ToContainText("busy: one run at a time; 1 running, 0 waiting; try again in 15 s"))
-	must(t, "shown as a limit", expect.Locator(page.Locator("#notice")).ToHaveClass("notice notice-limit"))
-	shot(t, page, "page-busy")
-	// The page can follow the run in progress by its link.
-	_, err = page.Goto(ts.URL + "/#run=" + c.ID)
-	must(t, "goto run", err)
-	must(t, "state running", expect.Locator(page.Locator("#run-state")).ToHaveText("Running…"))
-	g.open()
-	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
-	must(t, "no live view", expect.Locator(page.Locator("#screen-note")).ToContainText("no live view"))
+	must(t, "five left", expect.Locator(page.Locator("#runs-left")).ToHaveText("5 live runs left this hour."))
+	presets := []string{"lookup", "blocked-write", "off-site", "sign-in", "conflicting-sources", "lookup"}
+	left := []string{"4 live runs left this hour.", "3 live runs left this hour.", "2 live runs left this hour.", "1 live run left this hour.", "No live runs left this hour: runs play a recorded real run instead. The next one in 60 min."}
+	for i, p := range presets {
+		must(t, "controls enabled", expect.Locator(page.Locator(`button[data-preset="`+p+`"]`)).ToBeEnabled())
+		must(t, "click "+p, page.Locator(`button[data-preset="`+p+`"]`).Click())
+		must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: "+p))
+		must(t, "result", expect.Locator(page.Locator(".result-view")).ToBeVisible())
+		if i < 5 {
+			must(t, "live", expect.Locator(page.Locator("#live-tag")).Not().ToHaveText("recorded"))
+			must(t, "runs left", expect.Locator(page.Locator("#runs-left")).ToHaveText(left[i]))
+			continue
+		}
+		must(t, "sixth recorded", expect.Locator(page.Locator("#live-tag")).ToHaveText("recorded"))
+		must(t, "visitor banner", expect.Locator(page.Locator("#recorded-banner")).ToContainText("you have used your live runs for now (visitor limit: 5 live runs per hour; next live run in 60 min)"))
+		must(t, "with when", expect.Locator(page.Locator("#recorded-banner")).ToContainText("This is a real run recorded 20"))
+		must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
+	}
+	shot(t, page, "page-sixth-run-recorded")
 }
 
 // TestSidePanel loads the extension unpacked in headless Chromium, points it at a test server

@@ -7,10 +7,9 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/netip"
@@ -31,11 +30,28 @@ type Ledger interface {
 
 var _ Ledger = (*audit.Store)(nil)
 
+// VisitLog keeps what the limits count across restarts: each visitor's runs (under a salted hash,
+// never the address) and the runs waiting in the queue. *audit.Store is one.
+type VisitLog interface {
+	DemoSalt(ctx context.Context) ([]byte, error)
+	AddVisit(ctx context.Context, v audit.Visit) error
+	VisitsSince(ctx context.Context, since time.Time) ([]audit.Visit, error)
+	Enqueue(ctx context.Context, q audit.QueuedRun) error
+	Dequeue(ctx context.Context, id string) error
+	Queued(ctx context.Context) ([]audit.QueuedRun, error)
+}
+
+var _ VisitLog = (*audit.Store)(nil)
+
+// WithVisitLog keeps the per-visitor counts and the queue in v, so that they survive a restart.
+func WithVisitLog(v VisitLog) Option { return func(s *Server) { s.visitLog = v } }
+
 // Limits are the public-run limits. A zero field takes its default (DefaultLimits).
 type Limits struct {
 	Concurrent    int           // runs at a time (1)
 	Queue         int           // runs that may wait for a slot; the others get 429 (0)
-	PerVisitor    int           // runs per visitor per Window, recorded ones included (5)
+	PerVisitor    int           // live runs per visitor per Window; past it a recorded run plays (5)
+	Recorded      int           // recorded runs per visitor per Window; past it 429 (30)
 	Window        time.Duration // (1 h)
 	DailySpendUSD float64       // model spend per UTC day; past it recorded runs play ($3)
 	RunDeadline   time.Duration // bounds one live run (2 min)
@@ -49,7 +65,7 @@ type Limits struct {
 // model spend a day.
 func DefaultLimits() Limits {
 	return Limits{
-		Concurrent: 1, Queue: 0, PerVisitor: 5, Window: time.Hour, DailySpendUSD: 3,
+		Concurrent: 1, Queue: 0, PerVisitor: 5, Recorded: 30, Window: time.Hour, DailySpendUSD: 3,
 		RunDeadline: 2 * time.Minute, BusyRetry: 15 * time.Second, Streams: 256, VisitorStream: 8, KeepRuns: 64,
 	}
 }
@@ -70,7 +86,8 @@ func (l Limits) withDefaults() Limits {
 	}
 	out := Limits{
 		Concurrent: pick(l.Concurrent, d.Concurrent), Queue: max(l.Queue, 0), PerVisitor: pick(l.PerVisitor, d.PerVisitor),
-		Window: pickD(l.Window, d.Window), DailySpendUSD: l.DailySpendUSD, RunDeadline: pickD(l.RunDeadline, d.RunDeadline),
+		Recorded: pick(l.Recorded, d.Recorded),
+		Window:   pickD(l.Window, d.Window), DailySpendUSD: l.DailySpendUSD, RunDeadline: pickD(l.RunDeadline, d.RunDeadline),
 		BusyRetry: pickD(l.BusyRetry, d.BusyRetry), Streams: pick(l.Streams, d.Streams),
 		VisitorStream: pick(l.VisitorStream, d.VisitorStream), KeepRuns: pick(l.KeepRuns, d.KeepRuns),
 	}
@@ -96,6 +113,10 @@ func WithRecorder(r coordinator.Recorder) Option { return func(s *Server) { s.re
 
 // WithLedger sets the spend ledger. Without one, no live run is allowed: recorded runs play.
 func WithLedger(l Ledger) Option { return func(s *Server) { s.ledger = l } }
+
+// WithRecordedOnly plays a recorded run for every request: no live run, no model spend. It is the
+// demo's recorded-only mode, chosen on purpose ("serve --recorded-only" or "--daily-spend 0").
+func WithRecordedOnly(on bool) Option { return func(s *Server) { s.recordedOnly = on } }
 
 // WithClock sets the clock of the limits, the ledger's day and the coordinator (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.clock = now } }
@@ -134,6 +155,10 @@ func WithPlayback(speed float64, maxGap time.Duration) Option {
 	return func(s *Server) { s.speed, s.maxGap = max(speed, 0), maxGap }
 }
 
+// WithPrewarm keeps the next run's browser started before it is needed (see pool): a run takes a
+// browser launched in advance, its own, and the next one starts at once. Default off.
+func WithPrewarm(on bool) Option { return func(s *Server) { s.prewarm = on } }
+
 // WithFrames turns the live view on or off (default on).
 func WithFrames(on bool) Option { return func(s *Server) { s.frames = on } }
 
@@ -154,6 +179,8 @@ type Server struct {
 	modelName  string
 	rec        coordinator.Recorder
 	ledger     Ledger
+	visitLog   VisitLog
+	salt       []byte // keys visitor hashes when there is a visit log
 	clock      func() time.Time
 	limits     Limits
 	trusted    []netip.Prefix
@@ -162,8 +189,12 @@ type Server struct {
 	speed      float64
 	maxGap     time.Duration
 	frames     bool
-	logf       func(string, ...any)
-	handler    http.Handler
+	// recordedOnly: every run plays a recording (WithRecordedOnly).
+	recordedOnly bool
+	prewarm      bool
+	pool         *pool
+	logf         func(string, ...any)
+	handler      http.Handler
 
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -176,7 +207,9 @@ type Server struct {
 	closed   bool
 	live     int // live runs admitted and not finished: running and queued
 	queue    []*run
-	visits   map[string][]time.Time
+	liveRuns []*run                 // live runs admitted and not finished, oldest first
+	visits   map[string][]time.Time // live runs per visitor in the window
+	played   map[string][]time.Time // recorded runs per visitor in the window
 	streams  int
 	vstreams map[string]int
 	runs     map[string]*run
@@ -184,6 +217,9 @@ type Server struct {
 
 	ledgerMu sync.Mutex
 	unpaid   map[string]float64 // spend not yet written to the ledger, by day
+
+	recentMu sync.Mutex
+	recent   map[string]Recording // the latest live run of each preset that ended as expected
 }
 
 // New returns a Server for pol. The recorded runs default to the embedded ones.
@@ -194,7 +230,8 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 	s := &Server{
 		pol: pol, clock: time.Now, limits: DefaultLimits(), origins: map[string]bool{},
 		speed: 1, maxGap: 1500 * time.Millisecond, frames: true, logf: func(string, ...any) {},
-		visits: map[string][]time.Time{}, vstreams: map[string]int{}, runs: map[string]*run{},
+		visits: map[string][]time.Time{}, played: map[string][]time.Time{}, vstreams: map[string]int{}, runs: map[string]*run{},
+		recent: map[string]Recording{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -207,8 +244,24 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 		WithRecordings(recs)(s)
 	}
 	s.slots = make(chan struct{}, s.limits.Concurrent)
+	if err := s.restore(); err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.draining = make(chan struct{})
+	if launch := s.launch; launch != nil {
+		if s.prewarm && !s.recordedOnly {
+			s.pool = newPool(s.ctx, launch, s.pol, time.Now)
+			s.launch = func(ctx context.Context, _ *policy.Policy) (coordinator.Browser, io.Closer, error) {
+				return s.pool.take(ctx, phaseOf(ctx))
+			}
+		} else {
+			s.launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+				phaseOf(ctx)(PhaseCold)
+				return launch(ctx, pol)
+			}
+		}
+	}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -248,6 +301,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.cancel(stopping)
 	<-all
+	if s.pool != nil {
+		s.pool.wait()
+	}
 	return nil
 }
 
@@ -260,11 +316,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 const (
 	WhySpendCap = "daily model-spend cap reached"
 	WhyLedger   = "spend ledger unavailable"
+	// WhyRecordedOnly: the server was started in recorded-only mode.
+	WhyRecordedOnly = "recorded-only mode"
 )
 
 // liveAllowed checks the spend ledger before a live run. Anything but a readable ledger under the
 // cap, with every charge written, means no live run: it fails closed.
 func (s *Server) liveAllowed(ctx context.Context) (bool, string) {
+	if s.recordedOnly {
+		return false, WhyRecordedOnly
+	}
 	if s.ledger == nil {
 		return false, WhyLedger
 	}
@@ -329,66 +390,100 @@ type limitError struct {
 	queued   int
 }
 
-// admit counts a new run against the visitor's quota and, for a live run, takes a slot or a place
-// in the queue. Both are decided under one lock: of many concurrent requests exactly as many as
-// there are slots get in. The caller must then start the run with startLive or startPlayback.
-func (s *Server) admit(visitor string, info RunInfo, live bool) (*run, *limitError) {
+// Kinds of RecordedInfo: why a recorded run plays instead of a live one.
+const (
+	KindPaused  = "paused"  // live runs are off: spend cap, ledger, recorded-only mode
+	KindBusy    = "busy"    // the live slot (and the queue) is taken: the visitor may watch that run
+	KindVisitor = "visitor" // the visitor used up their live runs for the window
+)
+
+// admission is what createRun asks admit for.
+type admission struct {
+	visitor string
+	info    RunInfo
+	live    bool   // the ledger allows a live run
+	why     string // why not, when !live
+	rec     Recording
+	other   bool // rec is of another task
+	found   bool // there is a recording to play
+}
+
+// admitted is admit's answer.
+type admitted struct {
+	run  *run
+	live bool
+	left int // live runs the visitor has left in the window
+}
+
+// admit decides how a new run is answered, under one lock: live (a slot or a place in the queue),
+// or a recorded run when live runs are paused, the visitor used up their live runs, or the slot and
+// the queue are taken (then the visitor is offered the run in progress to watch). Of many
+// concurrent requests exactly as many as there are slots go live. Only past the visitor's recorded
+// runs is the answer a 429. The caller must start the run with startLive or startPlayback.
+func (s *Server) admit(a admission) (admitted, *limitError) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
-		return nil, &limitError{msg: "the server is stopping", retry: 30 * time.Second, stopping: true}
+		s.mu.Unlock()
+		return admitted{}, &limitError{msg: "the server is stopping", retry: 30 * time.Second, stopping: true}
 	}
 	now := s.clock()
-	visits := s.visits[visitor]
-	keep := visits[:0]
-	for _, t := range visits {
-		if now.Sub(t) < s.limits.Window {
-			keep = append(keep, t)
-		}
+	live := s.windowLocked(s.visits, a.visitor, now)
+	played := s.windowLocked(s.played, a.visitor, now)
+	goLive := a.live
+	kind, why, watch := KindPaused, a.why, ""
+	per := "hour"
+	if s.limits.Window != time.Hour {
+		per = human(s.limits.Window)
 	}
-	visits = keep
-	if len(visits) >= s.limits.PerVisitor {
-		s.visits[visitor] = visits
-		retry := visits[0].Add(s.limits.Window).Sub(now)
-		per := "hour"
-		if s.limits.Window != time.Hour {
-			per = human(s.limits.Window)
+	running := min(s.live, s.limits.Concurrent)
+	queued := s.live - running
+	if goLive && len(live) >= s.limits.PerVisitor {
+		goLive, kind = false, KindVisitor
+		why = fmt.Sprintf("visitor limit: %s per %s; next live run in %s",
+			plural(s.limits.PerVisitor, "live run"), per, human(live[0].Add(s.limits.Window).Sub(now)))
+	} else if goLive && s.live >= s.limits.Concurrent+s.limits.Queue {
+		goLive, kind = false, KindBusy
+		why = fmt.Sprintf("busy: one live run at a time; %d running, %d waiting", running, queued)
+		if s.limits.Concurrent > 1 {
+			why = fmt.Sprintf("busy: %d live runs at a time; %d running, %d waiting", s.limits.Concurrent, running, queued)
 		}
-		return nil, &limitError{
-			msg:   fmt.Sprintf("visitor limit: %d runs per %s; try again in %s", s.limits.PerVisitor, per, human(retry)),
-			retry: retry,
+		watch = s.watchableLocked()
+	}
+	if !goLive && len(played) >= s.limits.Recorded {
+		s.mu.Unlock()
+		retry := played[0].Add(s.limits.Window).Sub(now)
+		return admitted{}, &limitError{
+			msg:   fmt.Sprintf("visitor limit: %s per %s; try again in %s", plural(s.limits.Recorded, "recorded run"), per, human(retry)),
+			retry: retry, running: running, queued: queued,
 		}
 	}
 	place := 0
-	if live {
-		running := min(s.live, s.limits.Concurrent)
-		queued := s.live - running
-		if s.live >= s.limits.Concurrent+s.limits.Queue {
-			retry := s.limits.BusyRetry * time.Duration(queued+1)
-			msg := fmt.Sprintf("busy: one run at a time; %d running, %d waiting; try again in %s", running, queued, human(retry))
-			if s.limits.Concurrent > 1 {
-				msg = fmt.Sprintf("busy: %d runs at a time; %d running, %d waiting; try again in %s", s.limits.Concurrent, running, queued, human(retry))
-			}
-			return nil, &limitError{msg: msg, retry: retry, running: running, queued: queued}
-		}
-		if s.live >= s.limits.Concurrent {
-			place = queued + 1
-		}
+	if goLive && s.live >= s.limits.Concurrent {
+		place = queued + 1
 	}
-	s.visits[visitor] = append(visits, now)
-	s.pruneVisitsLocked(now)
+	info := a.info
+	if !goLive {
+		recorded(&info, a.rec, a.other, a.found, why)
+		info.Recorded.Kind, info.Recorded.Watch = kind, watch
+	}
 	state := StateRunning
 	if place > 0 {
 		state = StateQueued
 	}
 	info.State, info.Place = state, place
-	r := newRun(newRunID(), visitor, now, info)
-	if live {
+	r := newRun(newRunID(), a.visitor, now, info)
+	if goLive {
+		s.visits[a.visitor] = append(live, now)
 		s.live++
+		s.liveRuns = append(s.liveRuns, r)
 		if place > 0 {
 			s.queue = append(s.queue, r)
 		}
+	} else {
+		s.played[a.visitor] = append(played, now)
 	}
+	left := max(0, s.limits.PerVisitor-len(s.visits[a.visitor]))
+	s.pruneVisitsLocked(now)
 	s.runs[r.id] = r
 	s.order = append(s.order, r.id)
 	s.evictLocked()
@@ -396,18 +491,70 @@ func (s *Server) admit(visitor string, info RunInfo, live bool) (*run, *limitErr
 	// first, keeps Add from racing Close's Wait.
 	s.wg.Add(1)
 	r.setState(state, place, nil)
-	return r, nil
+	s.mu.Unlock()
+	s.persistAdmission(r, now, goLive, place > 0)
+	return admitted{run: r, live: goLive, left: left}, nil
+}
+
+// windowLocked returns visitor's times in m that are within the window. s.mu is held.
+func (s *Server) windowLocked(m map[string][]time.Time, visitor string, now time.Time) []time.Time {
+	ts := m[visitor]
+	keep := ts[:0]
+	for _, t := range ts {
+		if now.Sub(t) < s.limits.Window {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) == 0 {
+		delete(m, visitor)
+		return nil
+	}
+	m[visitor] = keep
+	return keep
+}
+
+// runsLeft is how many live runs visitor has left in the window, and when the next comes back.
+func (s *Server) runsLeft(visitor string) (int, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	live := s.windowLocked(s.visits, visitor, now)
+	left := max(0, s.limits.PerVisitor-len(live))
+	if len(live) == 0 {
+		return left, 0
+	}
+	return left, live[0].Add(s.limits.Window).Sub(now)
+}
+
+// liveRunID is the ID of the live run in progress that anyone may watch, "" when none.
+func (s *Server) liveRunID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watchableLocked()
+}
+
+// watchableLocked is the live run in progress offered to other visitors to watch: a preset's only,
+// whose task is ours; a typed task is its visitor's words and is not offered. s.mu is held.
+func (s *Server) watchableLocked() string {
+	for _, r := range s.liveRuns {
+		if info := r.snapshot().RunInfo; info.State == StateRunning && info.Preset != "" {
+			return r.id
+		}
+	}
+	return ""
 }
 
 // pruneVisitsLocked forgets visitors with no run in the window, so the map stays bounded by the
 // visitors of the last window.
 func (s *Server) pruneVisitsLocked(now time.Time) {
-	if len(s.visits) < 1024 {
+	if len(s.visits)+len(s.played) < 1024 {
 		return
 	}
-	for v, ts := range s.visits {
-		if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= s.limits.Window {
-			delete(s.visits, v)
+	for _, m := range []map[string][]time.Time{s.visits, s.played} {
+		for v, ts := range m {
+			if len(ts) == 0 || now.Sub(ts[len(ts)-1]) >= s.limits.Window {
+				delete(m, v)
+			}
 		}
 	}
 }
@@ -441,12 +588,12 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		case s.slots <- struct{}{}:
 		case <-s.draining:
 			s.dequeue(r)
-			s.doneLive()
+			s.doneLive(r)
 			r.finish(stoppedResult(r.snapshot().RunInfo, s.clock().UTC()))
 			return
 		case <-s.ctx.Done():
 			s.dequeue(r)
-			s.doneLive()
+			s.doneLive(r)
 			r.finish(stoppedResult(r.snapshot().RunInfo, s.clock().UTC()))
 			return
 		}
@@ -454,7 +601,7 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		case <-s.draining: // a slot came free as the server began to stop: the run does not start
 			<-s.slots
 			s.dequeue(r)
-			s.doneLive()
+			s.doneLive(r)
 			r.finish(stoppedResult(r.snapshot().RunInfo, s.clock().UTC()))
 			return
 		default:
@@ -463,7 +610,7 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		if waited {
 			if ok, why := s.liveAllowed(s.ctx); !ok {
 				<-s.slots
-				s.doneLive()
+				s.doneLive(r)
 				rec, other, found := s.recordingFor(task, preset)
 				r.setState(StateRunning, 0, func(i *RunInfo) { recorded(i, rec, other, found, why) })
 				s.playback(r, rec, found)
@@ -474,26 +621,61 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		ctx, cancel := context.WithTimeout(s.ctx, s.limits.RunDeadline+30*time.Second)
 		defer cancel()
 		opts := []coordinator.Option{coordinator.WithClock(s.clock), coordinator.WithDeadline(s.limits.RunDeadline)}
-		if s.rec != nil {
-			opts = append(opts, coordinator.WithRecorder(s.rec))
+		rec := s.rec
+		if rec == nil {
+			rec = noRecorder{}
 		}
-		res, _ := Execute(ctx, RunSpec{
+		opts = append(opts, coordinator.WithRecorder(sameID{rec, r.id}))
+		var timeline []Moment
+		size := 0
+		res, browser := Execute(ctx, RunSpec{
 			Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
 			Launch: s.launch, Options: opts, Frames: s.frames,
-		}, r.moment)
+		}, func(m Moment) {
+			if size += len(m.Frame); size <= maxRecentSize && m.Phase == "" {
+				timeline = append(timeline, m)
+			}
+			r.moment(m)
+		})
+		s.keepRecent(preset, res, browser, timeline, size)
 		// Charged and the slot given back before the result is out: whoever sees the result can
 		// start the next run, and it is checked against this run's spend.
 		s.charge(res.Usage.CostUSD)
 		<-s.slots
-		s.doneLive()
+		s.doneLive(r)
 		r.finish(resultJSON(res))
 	}()
 }
 
+// maxRecentSize bounds the frames kept of a live run for playing it again.
+const maxRecentSize = 16 << 20
+
+// keepRecent keeps a live run of a preset that ended as the preset expects, whole and in memory,
+// as the recording played for that preset from now on (the latest real run). Nothing of it is
+// written anywhere.
+func (s *Server) keepRecent(preset coordinator.Preset, res coordinator.Result, browser string, timeline []Moment, size int) {
+	if preset.Name == "" || res.Status != preset.Expect || size > maxRecentSize || browser == "" {
+		return
+	}
+	rec := Recording{
+		Format: RecordingFormat, Preset: preset.Name, RecordedAt: res.EndedAt.UTC(), Browser: browser,
+		Result: resultJSON(res), Timeline: timeline,
+	}
+	if rec.Validate() != nil {
+		return
+	}
+	s.recentMu.Lock()
+	s.recent[preset.Name] = rec
+	s.recentMu.Unlock()
+}
+
 // doneLive gives back a live run's count.
-func (s *Server) doneLive() {
+func (s *Server) doneLive(r *run) {
 	s.mu.Lock()
 	s.live--
+	if i := slices.Index(s.liveRuns, r); i >= 0 {
+		s.liveRuns = slices.Delete(s.liveRuns, i, i+1)
+	}
 	s.mu.Unlock()
 }
 
@@ -508,6 +690,11 @@ func (s *Server) dequeue(r *run) {
 	s.queue = slices.Delete(s.queue, i, i+1)
 	behind := slices.Clone(s.queue[i:])
 	s.mu.Unlock()
+	if s.visitLog != nil {
+		if err := s.visitLog.Dequeue(context.Background(), r.id); err != nil {
+			s.logf("web: visit log: %v", err)
+		}
+	}
 	for j, q := range behind {
 		q.setState(StateQueued, i+j+1, nil)
 	}
@@ -516,28 +703,41 @@ func (s *Server) dequeue(r *run) {
 // recordingFor picks the recorded run played for a task: the preset's own, else the preset of the
 // same record, else the lookup preset.
 func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording, bool, bool) {
-	if rec, ok := s.recordings[preset.Name]; ok && preset.Name != "" {
+	if rec, ok := s.recording(preset.Name); ok && preset.Name != "" {
 		return rec, false, true
 	}
 	t, _ := policy.ParseTask(task)
 	for _, p := range coordinator.Presets() {
 		pt, _ := policy.ParseTask(p.Task)
-		if rec, ok := s.recordings[p.Name]; ok && !p.Simulated && pt.RecordID == t.RecordID {
+		if rec, ok := s.recording(p.Name); ok && !p.Simulated && pt.RecordID == t.RecordID {
 			return rec, rec.Result.Task != task, true
 		}
 	}
-	rec, ok := s.recordings["lookup"]
+	rec, ok := s.recording("lookup")
 	return rec, true, ok
+}
+
+// recording is the recording of a preset: the latest live run of it (keepRecent), else the
+// embedded one.
+func (s *Server) recording(preset string) (Recording, bool) {
+	s.recentMu.Lock()
+	rec, ok := s.recent[preset]
+	s.recentMu.Unlock()
+	if ok {
+		return rec, true
+	}
+	rec, ok = s.recordings[preset]
+	return rec, ok
 }
 
 // recorded labels a run that plays rec (ok: there is one) because of why.
 func recorded(info *RunInfo, rec Recording, other, ok bool, why string) {
 	if !ok {
-		info.Recorded = &RecordedInfo{Why: why}
+		info.Recorded = &RecordedInfo{Kind: KindPaused, Why: why}
 		return
 	}
 	info.Recorded = &RecordedInfo{
-		Why: why, Preset: rec.Preset, Task: rec.Result.Task, Model: rec.Result.Model, Browser: rec.Browser,
+		Kind: KindPaused, Why: why, Preset: rec.Preset, Task: rec.Result.Task, Model: rec.Result.Model, Browser: rec.Browser,
 		RecordedAt: rec.RecordedAt, OtherTask: other,
 	}
 	info.Model = rec.Result.Model
@@ -582,10 +782,30 @@ func (s *Server) playback(r *run, rec Recording, ok bool) {
 	r.finish(rec.Result)
 }
 
-func newRunID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// newRunID is a run's ID: the API's and, for a live run, the audit store's (see sameID).
+func newRunID() string { return audit.NewRunID() }
+
+// sameID records a live run in the audit store under the ID the API gave it, so that one ID
+// names the run on the page, in the API and in "browser-agent audit".
+type sameID struct {
+	coordinator.Recorder
+	id string
+}
+
+// noRecorder records nothing: the run keeps the API's ID without an audit store.
+type noRecorder struct{}
+
+func (noRecorder) BeginRun(_ context.Context, rr coordinator.RunRecord) (string, error) {
+	return rr.ID, nil
+}
+func (noRecorder) AddStep(context.Context, coordinator.StepRecord) error  { return nil }
+func (noRecorder) FinishRun(context.Context, coordinator.RunRecord) error { return nil }
+
+func (r sameID) BeginRun(ctx context.Context, rr coordinator.RunRecord) (string, error) {
+	if rr.ID == "" {
+		rr.ID = r.id
+	}
+	return r.Recorder.BeginRun(ctx, rr)
 }
 
 // human writes a duration for a person: "15 s", "3 min", "1 h".

@@ -20,7 +20,167 @@ function (opts, ...handles) {
   });
   const doc = document;
   const root = doc.documentElement;
-  if (!root) return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [] };
+  if (!root) return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [] };
+
+  // --- Credential check. Every editable element of the frame (open and closed shadow roots
+  // included; child frames are checked in their own evaluation) with the names a person sees. The
+  // bridge decides on them (credential.go); this runs in the same synchronous evaluation as the
+  // read below, so the page cannot add a field between the two.
+  const genContent = (el, pseudo) => {
+    let c;
+    try { c = getComputedStyle(el, pseudo).content; } catch (e) { return ''; }
+    if (!c || c === 'none' || c === 'normal') return '';
+    let out = '';
+    c.replace(/"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'|attr\(\s*([\w-]+)\s*\)/g, (m, a, b, at) => {
+      if (at) { out += el.getAttribute(at) || ''; return m; }
+      out += (a !== undefined ? a : b)
+        .replace(/\\([0-9a-fA-F]{1,6}) ?/g, (x, h) => { try { return String.fromCodePoint(parseInt(h, 16)); } catch (e) { return ''; } })
+        .replace(/\\(.)/g, '$1');
+      return m;
+    });
+    return out;
+  };
+  const NOTEXT = new Set(['script', 'style', 'template', 'noscript']);
+  // Text of a subtree as rendered text would give it: text nodes, ::before/::after content,
+  // shadow roots; at most budget characters.
+  const nameText = (n, budget) => {
+    const out = [];
+    let len = 0;
+    const push = (t) => { if (t && len < budget) { out.push(t); len += t.length; } };
+    const rec = (n) => {
+      if (len >= budget) return;
+      if (n.nodeType === 3) { push(n.data); return; }
+      if (n.nodeType === 11) { for (let c = n.firstChild; c; c = c.nextSibling) rec(c); return; }
+      if (n.nodeType !== 1 || NOTEXT.has(n.localName)) return;
+      push(genContent(n, '::before'));
+      const sr = n.shadowRoot || closedRoots.get(n);
+      for (let c = (sr || n).firstChild; c; c = c.nextSibling) rec(c);
+      push(genContent(n, '::after'));
+    };
+    rec(n);
+    return out.join(' ').slice(0, budget);
+  };
+  const scopeOf = (el) => { const r = el.getRootNode(); return r && r.getElementById ? r : doc; };
+  // The rendered text just before el: the closest non-empty piece of text found walking back
+  // through its preceding siblings, then its ancestors' (up to three levels, crossing shadow
+  // boundaries, an ancestor's ::before included); its last 120 characters.
+  const nearText = (el) => {
+    let n = el;
+    for (let level = 0; level < 4 && n; level++) {
+      for (let p = n.previousSibling; p; p = p.previousSibling) {
+        const t = nameText(p, 4000).trim();
+        if (t) return t.slice(-120);
+      }
+      let up = n.parentNode;
+      if (up && up.nodeType === 11) up = up.host || null;
+      if (!up || up.nodeType !== 1) break;
+      const b = genContent(up, '::before').trim();
+      if (b) return b.slice(-120);
+      n = up;
+    }
+    return '';
+  };
+  const TEXTLESS = new Set(['hidden', 'submit', 'button', 'reset', 'image', 'checkbox', 'radio', 'file', 'range', 'color']);
+  const controlOf = (el) => {
+    const tag = el.localName;
+    let typ = '';
+    if (tag === 'input') {
+      typ = String(el.type || '').toLowerCase();
+      if (TEXTLESS.has(typ)) return null;
+    } else if (tag !== 'textarea' && tag !== 'select') {
+      const role = (el.getAttribute('role') || '').toLowerCase();
+      const editableHost = el.isContentEditable && !(flatParentOf(el) && flatParentOf(el).isContentEditable);
+      if (!editableHost && role !== 'textbox') return null;
+    }
+    const names = [];
+    const add = (t) => { if (t) names.push(String(t).slice(0, 500)); };
+    add(el.getAttribute('aria-label'));
+    for (const attr of ['aria-labelledby', 'aria-describedby']) {
+      for (const id of (el.getAttribute(attr) || '').split(/\s+/)) {
+        if (!id) continue;
+        const ref = scopeOf(el).getElementById(id) || doc.getElementById(id);
+        if (ref) add(nameText(ref, 500));
+      }
+    }
+    if (el.labels) for (const l of el.labels) add(nameText(l, 500));
+    for (let a = el.parentElement; a; a = a.parentElement) if (a.localName === 'label') add(nameText(a, 500));
+    for (const attr of ['placeholder', 'aria-placeholder', 'title', 'name', 'id']) add(el.getAttribute(attr));
+    let masked = false;
+    try { const s = getComputedStyle(el); masked = (s.webkitTextSecurity || 'none') !== 'none'; } catch (e) {}
+    return {
+      tag, type: typ, role: el.getAttribute('role') || '', autocomplete: el.getAttribute('autocomplete') || '',
+      inputmode: el.getAttribute('inputmode') || '', pattern: el.getAttribute('pattern') || '',
+      maxlength: tag === 'input' || tag === 'textarea' ? Math.max(0, el.maxLength | 0) : 0,
+      masked, names, near: [nearText(el)],
+    };
+  };
+  const flatParentOf = (n) => {
+    const p = n.parentNode;
+    if (!p) return null;
+    if (p.nodeType === 11) return p.host || null;
+    return p.nodeType === 1 ? p : null;
+  };
+  const collectControls = () => {
+    const out = [];
+    const rec = (n) => {
+      if (out.length >= 500) return;
+      if (n.nodeType === 1) {
+        const c = controlOf(n);
+        if (c) out.push(c);
+        const sr = n.shadowRoot || closedRoots.get(n);
+        if (sr) rec(sr);
+      }
+      for (let c = n.firstElementChild; c; c = c.nextElementSibling) rec(c);
+    };
+    rec(root);
+    return out;
+  };
+  const controls = collectControls();
+  if (opts.mode === 'check') {
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls };
+  }
+  // "paint" mode: opts.paint 'off' makes the paint of all text transparent, in the document and in
+  // every shadow root; 'on' removes that style again. Nothing else in the page changes: colour
+  // (and so currentColor borders and icons) and layout stay as they are.
+  if (opts.mode === 'paint') {
+    const tag = 'data-browser-agent-paint';
+    const css = '* { -webkit-text-fill-color: transparent !important; ' +
+      '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; ' +
+      'text-decoration-color: transparent !important; text-emphasis-color: transparent !important; } ' +
+      'text, tspan, textPath { fill: transparent !important; stroke: transparent !important; } ' +
+      // Text drawn by its background (background-clip: text): that background goes too.
+      '[data-browser-agent-bgtext] { background: none !important; }';
+    const scopes = [doc];
+    const find = (n) => {
+      for (let c = n.firstElementChild; c; c = c.nextElementSibling) {
+        const sr = c.shadowRoot || closedRoots.get(c);
+        if (sr) { scopes.push(sr); find(sr); }
+        find(c);
+      }
+    };
+    find(root);
+    for (const sc of scopes) {
+      for (const el of sc.querySelectorAll('*')) {
+        if (opts.paint === 'off') {
+          const st = getComputedStyle(el);
+          if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') el.setAttribute('data-browser-agent-bgtext', '');
+        } else if (el.hasAttribute('data-browser-agent-bgtext')) {
+          el.removeAttribute('data-browser-agent-bgtext');
+        }
+      }
+      const host = sc === doc ? (doc.head || root) : sc;
+      if (opts.paint === 'off') {
+        const st = doc.createElement('style');
+        st.setAttribute(tag, '');
+        st.textContent = css;
+        host.appendChild(st);
+      } else {
+        for (const st of Array.from(host.querySelectorAll('style[' + tag + ']'))) st.remove();
+      }
+    }
+    void root.offsetHeight;
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [] };
+  }
   const vw = window.innerWidth || root.clientWidth || 1280;
   const sx = window.scrollX, sy = window.scrollY;
   const MIN_FONT = opts.minFontPx || 6;
@@ -166,6 +326,57 @@ function (opts, ...handles) {
     textCache.set(t, v);
     return v;
   };
+  // Runs: every text node that passes the structural checks below gets an ordinal, in walk order.
+  // In "layout" mode the reader returns each run's boxes in page coordinates; the bridge shoots
+  // the page with and without text paint and passes back, in "read" mode, a verdict per run
+  // (opts.verdicts: 0 hidden, 1 visible, 2 not decided by pixels). A run the pixels did not decide
+  // (scrolled away inside a scroll container, outside the shot) falls back to the paint heuristics
+  // (contrast against the nearest background colour, alpha).
+  const runs = [];
+  let nRuns = 0;
+  const docW = Math.max(root.scrollWidth, vw);
+  const docH = Math.max(root.scrollHeight, doc.body ? doc.body.scrollHeight : 0);
+  // Can the page be scrolled sideways? Not when the root (or the body, which then gives the
+  // viewport its overflow) hides its horizontal overflow.
+  const xLocked = ['hidden', 'clip'].includes(getComputedStyle(root).overflowX) ||
+    (doc.body && ['hidden', 'clip'].includes(getComputedStyle(doc.body).overflowX) && getComputedStyle(root).overflowX === 'visible');
+  const capW = vw;
+  const capH = Math.min(docH, opts.maxShotH || 0);
+  const shownNow = (r, el) => {
+    for (let a = el; a; a = flatParent(a)) {
+      if (a === root || a === doc.body) continue;
+      const s = cs(a);
+      if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+      if (s.display === 'contents') continue;
+      const c = a.getBoundingClientRect();
+      const w = Math.min(r.right, c.right) - Math.max(r.left, c.left);
+      const h = Math.min(r.bottom, c.bottom) - Math.max(r.top, c.top);
+      if (w < 2 || h < 2) return false;
+    }
+    return true;
+  };
+  // Effective scale (transforms, zoom) and blur radius of an element's chain, in CSS px.
+  const scaleCache = new Map();
+  const scaleBlur = (el) => {
+    if (!el) return { scale: 1, blur: 0 };
+    if (scaleCache.has(el)) return scaleCache.get(el);
+    const up = scaleBlur(flatParent(el));
+    const s = cs(el);
+    let k = 1;
+    if (s.transform && s.transform !== 'none') {
+      try {
+        const m = new DOMMatrixReadOnly(s.transform);
+        k = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+      } catch (e) { k = 1; }
+    }
+    let blur = 0;
+    const re = /blur\(\s*([\d.]+)px\s*\)/g;
+    let mt;
+    while ((mt = re.exec(s.filter || ''))) blur += parseFloat(mt[1]);
+    const out = { scale: up.scale * k, blur: up.blur + blur * up.scale * k };
+    scaleCache.set(el, out);
+    return out;
+  };
   const textVisibleUncached = (t) => {
     if (!t.data.trim()) return false;
     const p = flatParent(t);
@@ -175,20 +386,44 @@ function (opts, ...handles) {
     if (s.visibility !== 'visible') return false;
     const b = boxed(p);
     if (!b || !b.checkVisibility({ checkOpacity: true })) return false;
-    if (parseFloat(s.fontSize) < MIN_FONT) return false;
+    // Too small or too blurred to read: the effective font size (computed size times the scale of
+    // the transforms above it) under MIN_FONT, or a blur radius of a quarter of it or more.
+    const sb = scaleBlur(p);
+    const eff = parseFloat(s.fontSize) * sb.scale;
+    if (eff < MIN_FONT || sb.blur >= eff / 4) return false;
+    range.selectNodeContents(t);
+    const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
+    if (!rects.length) return false;
+    const i = nRuns++;
+    if (opts.mode === 'layout') {
+      // null: not decided by pixels; 0: beyond what scrolling the page shows; boxes to compare.
+      let decidable = capH > 0, beyond = true;
+      const boxes = [];
+      for (const r of rects) {
+        const x = r.left + sx, y = r.top + sy;
+        if (!(y >= docH || (xLocked && x >= vw))) beyond = false;
+        if (x < 0 || y < 0 || x + r.width > capW || y + r.height > capH || !shownNow(r, b)) decidable = false;
+        boxes.push([x, y, r.width, r.height]);
+      }
+      runs.push(beyond ? 0 : (decidable ? boxes : null));
+    }
+    const v = opts.verdicts ? opts.verdicts[i] : 2;
+    if (v === 0) return false;
+    if (v === 1) return true;
+    return paintVisible(s, p);
+  };
+  // paintVisible is the fallback for runs the pixels did not decide. It errs towards hidden: text
+  // on a background it cannot know (an image or a gradient) is not read.
+  const paintVisible = (s, p) => {
     let color = parseColor(s.webkitTextFillColor) || parseColor(s.color);
     if (color && color.a < 0.1) return false;
     const bg = background(p);
+    if (!bg) return false;
     if (color && bg && contrast(color, bg) < 1.25) {
       const stroke = parseFloat(s.webkitTextStrokeWidth) || 0;
       if (stroke <= 0 && (!s.textShadow || s.textShadow === 'none')) return false;
     }
-    range.selectNodeContents(t);
-    const rects = range.getClientRects();
-    for (const r of rects) {
-      if (boxVisible(r, b)) return true;
-    }
-    return false;
+    return true;
   };
 
   const isBlock = (s) => {
@@ -360,6 +595,9 @@ function (opts, ...handles) {
     }
   }
 
+  if (opts.mode === 'layout') {
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, nRuns, capW, capH };
+  }
   return {
     url: String(location.href),
     title: (doc.title || '').replace(/\s+/g, ' ').trim().slice(0, 300),
@@ -367,5 +605,7 @@ function (opts, ...handles) {
     links: main.links,
     fields,
     frames: main.frames,
+    controls,
+    nRuns,
   };
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/policy"
@@ -22,19 +23,42 @@ const EnvUpstreamRoots = "BROWSER_AGENT_UPSTREAM_ROOTS"
 // launchBridge is the Launcher of "browser-agent run", serve and record: a dedicated Chromium
 // behind the run's own egress proxy.
 func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-	var popts []proxy.Option
-	if file := os.Getenv(EnvUpstreamRoots); file != "" {
-		roots, err := readRoots(file)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", EnvUpstreamRoots, err)
-		}
-		popts = append(popts, proxy.WithUpstreamRoots(roots...))
+	popts, err := proxyOptions()
+	if err != nil {
+		return nil, nil, err
 	}
 	g, err := guarded.LaunchWith(ctx, pol, popts)
 	if err != nil {
 		return nil, nil, err
 	}
 	return g, g, nil
+}
+
+// launchOn is launchBridge with the Chromium started by rt, a driver that stays up across runs
+// (serve's warm pool): the browser, its profile and the proxy are still the run's own.
+func launchOn(ctx context.Context, rt *bridge.Runtime, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+	popts, err := proxyOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := guarded.LaunchOn(ctx, rt, pol, popts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, g, nil
+}
+
+// proxyOptions are the egress proxy's options from the environment (EnvUpstreamRoots).
+func proxyOptions() ([]proxy.Option, error) {
+	file := os.Getenv(EnvUpstreamRoots)
+	if file == "" {
+		return nil, nil
+	}
+	roots, err := readRoots(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvUpstreamRoots, err)
+	}
+	return []proxy.Option{proxy.WithUpstreamRoots(roots...)}, nil
 }
 
 // readRoots reads the certificates of a PEM file; a file without one is an error.

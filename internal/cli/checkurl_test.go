@@ -22,34 +22,50 @@ func TestCheckURLAgainstEmbeddedPolicy(t *testing.T) {
 	tests := []struct {
 		name, method, url string
 		verdict, reason   string
+		rule              string // when set, the rule printed
 	}{
-		{"read route record", "", site + "/records/SYN-0042", "allow", "allowed read route"},
-		{"read route search", "", site + "/search?q=SYN-0042", "allow", "allowed read route"},
-		{"read route source b", "", site + "/sources/b/SYN-0042", "allow", "allowed read route"},
-		{"read route home", "", site + "/", "allow", "allowed read route"},
-		{"read route login page", "", site + "/login", "allow", "allowed read route"},
-		{"userinfo", "", "http://user:pw@127.0.0.1:8081/", "deny", "userinfo not allowed"},
-		{"userinfo naming the site before the real host", "", "http://127.0.0.1:8081@evil.example/", "deny", "userinfo not allowed"},
-		{"backslash host confusion", "", `http://evil.example\@127.0.0.1:8081/records/SYN-1`, "deny", "host not allowed"},
-		{"decimal ipv4 of another host", "", "http://2130706434:8081/", "deny", "host not allowed"},
-		{"hex ipv4 of another host", "", "http://0x7f.0.0.2:8081/", "deny", "host not allowed"},
-		{"octal ipv4 of another host", "", "http://017700000002:8081/", "deny", "host not allowed"},
-		{"another port", "", "http://127.0.0.1:8082/mutations", "deny", "port not allowed"},
-		{"encoded dot segments to a write route", "", site + "/sources/%2e%2E/records/SYN-0001/delete?confirm=yes", "deny", "write word in url"},
-		{"encoded write word", "", site + "/records/SYN-0001/%64%65lete", "deny", "write word in url"},
-		{"get delete route", "", site + "/records/SYN-0001/delete?confirm=yes", "deny", "write word in url"},
-		{"post edit", "POST", site + "/records/SYN-0001/edit", "deny", "write method"},
-		{"post login", "POST", site + "/login", "deny", "write method"},
-		{"redirect chain start", "", site + "/go/3", "deny", "no rule matched"},
-		{"ws", "", "ws://127.0.0.1:8081/", "deny", "scheme not allowed"},
-		{"wss", "", "wss://127.0.0.1:8081/", "deny", "scheme not allowed"},
-		{"data", "", "data:text/html,hi", "deny", "scheme not allowed"},
-		{"blob", "", "blob:http://127.0.0.1:8081/1", "deny", "scheme not allowed"},
-		{"file", "", "file:///etc/passwd", "deny", "scheme not allowed"},
-		{"javascript", "", "javascript:alert(1)", "deny", "scheme not allowed"},
-		{"about", "", "about:blank", "deny", "scheme not allowed"},
-		{"view-source", "", "view-source:" + site + "/", "deny", "scheme not allowed"},
-		{"chrome", "", "chrome://version", "deny", "scheme not allowed"},
+		{"read route record", "", site + "/records/SYN-0042", "allow", "allowed read route", ""},
+		{"read route search", "", site + "/search?q=SYN-0042", "allow", "allowed read route", ""},
+		{"read route source b", "", site + "/sources/b/SYN-0042", "allow", "allowed read route", ""},
+		{"read route home", "", site + "/", "allow", "allowed read route", ""},
+		{"read route login page", "", site + "/login", "allow", "allowed read route", ""},
+		{"userinfo", "", "http://user:pw@127.0.0.1:8081/", "deny", "userinfo not allowed", ""},
+		{"userinfo naming the site before the real host", "", "http://127.0.0.1:8081@evil.example/", "deny", "userinfo not allowed", ""},
+		{"backslash host confusion", "", `http://evil.example\@127.0.0.1:8081/records/SYN-1`, "deny", "host not allowed", ""},
+		{"decimal ipv4 of another host", "", "http://2130706434:8081/", "deny", "host not allowed", ""},
+		{"hex ipv4 of another host", "", "http://0x7f.0.0.2:8081/", "deny", "host not allowed", ""},
+		{"octal ipv4 of another host", "", "http://017700000002:8081/", "deny", "host not allowed", ""},
+		{"another port", "", "http://127.0.0.1:8082/mutations", "deny", "port not allowed", ""},
+		{"encoded dot segments to a write route", "", site + "/sources/%2e%2E/records/SYN-0001/delete?confirm=yes", "deny", "write word in url", ""},
+		{"encoded write word", "", site + "/records/SYN-0001/%64%65lete", "deny", "write word in url", ""},
+		{"get delete route", "", site + "/records/SYN-0001/delete?confirm=yes", "deny", "write word in url", ""},
+		{"post edit", "POST", site + "/records/SYN-0001/edit", "deny", "write method", ""},
+		{"post login", "POST", site + "/login", "deny", "write method", ""},
+		{"redirect chain start", "", site + "/go/3", "deny", "no rule matched", ""},
+		{"ws", "", "ws://127.0.0.1:8081/", "deny", "scheme not allowed", ""},
+		{"wss", "", "wss://127.0.0.1:8081/", "deny", "scheme not allowed", ""},
+		{"data", "", "data:text/html,hi", "deny", "scheme not allowed", ""},
+		{"blob", "", "blob:http://127.0.0.1:8081/1", "deny", "scheme not allowed", ""},
+		{"file", "", "file:///etc/passwd", "deny", "scheme not allowed", ""},
+		{"javascript", "", "javascript:alert(1)", "deny", "scheme not allowed", ""},
+		{"about", "", "about:blank", "deny", "scheme not allowed", ""},
+		{"view-source", "", "view-source:" + site + "/", "deny", "scheme not allowed", ""},
+		{"chrome", "", "chrome://version", "deny", "scheme not allowed", ""},
+		// Issue 11: segments are segments, parameters are part of the route, write stems.
+		{"sign-in redirect target", "", site + "/login?next=/records/SYN-0013", "allow", "allowed read route", site + " read /login?next={path}"},
+		{"encoded slash in a route parameter", "", site + "/records/..%2Fadmin", "deny", "unsafe path segment", "path segment 2 holds an encoded / or \\"},
+		{"dot dot semicolon", "", site + "/sources/b/..;/admin", "deny", "unsafe path segment", "path segment 3 holds a ; parameter"},
+		{"double encoded dot segment", "", site + "/records/%252e%252e", "deny", "unsafe path segment", "path segment 2 decodes to a dot segment"},
+		{"parameter no route names", "", site + "/records/SYN-0042?public=1", "deny", "query parameter not allowed", site + " read /records/{id}: query parameter not named by the route"},
+		{"secret in an extra search parameter", "", site + "/search?q=SYN-0042&d=secret", "deny", "query parameter not allowed", ""},
+		{"deleteall", "", site + "/records/deleteall", "deny", "write word in url", `write word "delete" in path`},
+		{"deleterecord in a query value", "", site + "/search?q=deleterecord", "deny", "write word in url", `write word "delete" in query value`},
+		{"removed in a query value", "", site + "/search?q=removed", "deny", "write word in url", `write word "remove" in query value`},
+		{"purgeall", "", site + "/records/purgeall", "deny", "write word in url", `write word "purge" in path`},
+		{"unpublish", "", site + "/records/unpublish", "deny", "write word in url", `write word "unpublish" in path`},
+		{"close", "", site + "/records/close", "deny", "write word in url", `write word "close" in path`},
+		{"four layers of encoding", "", site + "/records/%25252564elete", "deny", "write word in url", `write word "delete" in path`},
+		{"five layers of encoding", "", site + "/records/%2525252564elete", "deny", "write word in url", "percent-encoded beyond 4 decodings in path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +77,9 @@ func TestCheckURLAgainstEmbeddedPolicy(t *testing.T) {
 			var got checkResult
 			if err := json.Unmarshal([]byte(out), &got); err != nil {
 				t.Fatalf("check-url %s: stdout is not one JSON object: %v\n%s\nstderr: %s", tt.url, err, out, errOut)
+			}
+			if tt.rule != "" && got.Rule != tt.rule {
+				t.Errorf("check-url %s: rule got %q, want %q", tt.url, got.Rule, tt.rule)
 			}
 			if got.Verdict != tt.verdict || got.Reason != tt.reason {
 				t.Errorf("check-url %s:\n\tgot  %s %q (rule %q)\n\twant %s %q", tt.url, got.Verdict, got.Reason, got.Rule, tt.verdict, tt.reason)

@@ -181,6 +181,10 @@ func buildModel(kind, arg string, pol *policy.Policy) (coordinator.Model, error)
 		if err != nil {
 			return nil, err
 		}
+		if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
+			// Without a key, api.openai.com refuses every call: say so before any network.
+			return nil, fmt.Errorf("openai:%s: OPENAI_API_KEY is not set (for a local OpenAI-compatible server that needs no key, set OPENAI_BASE_URL)", arg)
+		}
 		return m, nil
 	}
 }

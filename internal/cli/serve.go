@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/web"
@@ -36,6 +37,10 @@ var serveContext = func() (context.Context, context.CancelFunc) {
 	return ctx, stop
 }
 
+// serveWarm keeps one driver up and the next run's browser started in advance. Tests that fake
+// the browser turn it off.
+var serveWarm = true
+
 // serveListening is told the address "serve" listens on. Tests replace it.
 var serveListening = func(addr string) {}
 
@@ -51,7 +56,8 @@ func serveCmd(e *env, args []string) error {
 	fs.Var(&origins, "allow-origin", "let this origin call the API, e.g. chrome-extension://ID for the side panel (repeatable)")
 	d := web.DefaultLimits()
 	perVisitor := fs.Int("runs-per-hour", d.PerVisitor, "runs per visitor per hour")
-	spend := fs.Float64("daily-spend", d.DailySpendUSD, "model spend per UTC day in USD; past it a recorded run plays")
+	spend := fs.Float64("daily-spend", d.DailySpendUSD, "model spend per UTC day in USD; past it a recorded run plays (0: recorded-only mode)")
+	recordedOnly := fs.Bool("recorded-only", false, "play recorded real runs only: no live run, no model call")
 	queue := fs.Int("queue", d.Queue, "runs that may wait for the one running (others get 429)")
 	concurrent := fs.Int("concurrent", d.Concurrent, "live runs at a time")
 	runTimeout := fs.Duration("run-timeout", d.RunDeadline, "bounds one live run")
@@ -78,8 +84,8 @@ func serveCmd(e *env, args []string) error {
 	switch {
 	case *perVisitor < 1:
 		return usageError("--runs-per-hour must be at least 1")
-	case !(*spend > 0) || math.IsInf(*spend, 0):
-		return usageError("--daily-spend must be a positive amount")
+	case !(*spend >= 0) || math.IsInf(*spend, 0):
+		return usageError("--daily-spend must be an amount in USD, 0 or more (0: recorded-only mode)")
 	case *queue < 0:
 		return usageError("--queue must not be negative")
 	case *concurrent < 1:
@@ -105,13 +111,34 @@ func serveCmd(e *env, args []string) error {
 	store, pol := prep.store, prep.pol
 
 	logf := func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
+	launch := func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		return launchLogged(ctx, e, pol)
+	}
+	warm := serveWarm && !(*recordedOnly || *spend == 0)
+	if warm {
+		// One Playwright driver for the life of the server; every run still gets its own Chromium
+		// and egress proxy, started before it is needed (web.WithPrewarm).
+		rt, err := bridge.NewRuntime()
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
+		launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+			b, closer, err := launchOn(ctx, rt, pol)
+			if err != nil && debugEnabled() {
+				fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
+			}
+			return b, closer, err
+		}
+	}
 	ws, err := web.New(pol,
-		web.WithLauncher(func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-			return launchLogged(ctx, e, pol)
-		}),
+		web.WithLauncher(launch),
+		web.WithPrewarm(warm),
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(auditRecorder{store}),
 		web.WithLedger(store),
+		web.WithVisitLog(store),
+		web.WithRecordedOnly(*recordedOnly || *spend == 0),
 		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, Concurrent: *concurrent, RunDeadline: *runTimeout}),
 		web.WithTrustedProxies(trusted...),
 		web.WithAllowedOrigins(origins...),
@@ -132,7 +159,11 @@ func serveCmd(e *env, args []string) error {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          nil,
 	}
-	fmt.Fprintf(e.stderr, "serving the live demo on http://%s (model %s, database %s)\n", ln.Addr(), *modelSpec, store.Path())
+	mode := "model " + *modelSpec
+	if *recordedOnly || *spend == 0 {
+		mode = "recorded-only mode: recorded runs play, no live run"
+	}
+	fmt.Fprintf(e.stderr, "serving the live demo on http://%s (%s, database %s)\n", ln.Addr(), mode, store.Path())
 	serveListening(ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -30,7 +30,9 @@ func fakeBrowser(t *testing.T) {
 		b := browsertest.NewHTTP(pol)
 		return b, b, nil
 	}
-	t.Cleanup(func() { launchBrowser = old })
+	oldWarm := serveWarm
+	serveWarm = false
+	t.Cleanup(func() { launchBrowser, serveWarm = old, oldWarm })
 	t.Setenv("BROWSER_AGENT_DB", filepath.Join(t.TempDir(), "default-audit.db"))
 }
 
@@ -64,7 +66,7 @@ func TestServeUsage(t *testing.T) {
 		{"origin with a path", []string{"--allow-origin", "chrome-extension://abc/sidepanel.html"}, "give an origin"},
 		{"origin with a trailing slash", []string{"--allow-origin", "https://example.com/"}, "trailing slash"},
 		{"no runs per hour", []string{"--runs-per-hour", "0"}, "--runs-per-hour"},
-		{"negative spend", []string{"--daily-spend", "-1"}, "--daily-spend"},
+		{"negative spend", []string{"--daily-spend", "-1"}, "--daily-spend must be an amount in USD, 0 or more"},
 		{"negative queue", []string{"--queue", "-1"}, "--queue"},
 		{"unknown model", []string{"--model", "gpt"}, "unknown --model"},
 		{"unapproved model", []string{"--model", "openai:not-approved", "--db", filepath.Join(t.TempDir(), "a.db")}, "not-approved"},
@@ -258,5 +260,108 @@ func TestRecordUsage(t *testing.T) {
 		if code, _, stderr := runCLI(t, append([]string{"record"}, args...)...); code != ExitUsage {
 			t.Errorf("record %v: exit %d, %q; want %d", args, code, stderr, ExitUsage)
 		}
+	}
+}
+
+// startServe runs "serve --addr 127.0.0.1:0 args..." until the test ends and returns its base URL.
+func startServe(t *testing.T, args ...string) (base string, stderr *lockedBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	oldCtx, oldListen := serveContext, serveListening
+	serveContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
+	serveListening = func(a string) { addrc <- a }
+	stderr = &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Errorf("serve did not stop:\n%s", stderr.String())
+		}
+		serveContext, serveListening = oldCtx, oldListen
+	})
+	select {
+	case a := <-addrc:
+		return "http://" + a, stderr
+	case code := <-done:
+		t.Fatalf("serve exited %d before listening:\n%s", code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not listen:\n%s", stderr.String())
+	}
+	return "", stderr
+}
+
+// TestServeRecordedOnly: --daily-spend 0 and --recorded-only start the demo in recorded-only
+// mode on purpose: health says so, and a run plays a recording labelled with why.
+func TestServeRecordedOnly(t *testing.T) {
+	for _, flag := range [][]string{{"--daily-spend", "0"}, {"--recorded-only"}} {
+		t.Run(flag[0], func(t *testing.T) {
+			fakeBrowser(t)
+			launched := make(chan struct{}, 10)
+			launchBrowser = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+				launched <- struct{}{}
+				b := browsertest.NewHTTP(pol)
+				return b, b, nil
+			}
+			base, stderr := startServe(t, append([]string{"--db", filepath.Join(t.TempDir(), "a.db")}, flag...)...)
+			res, err := http.Get(base + "/api/health")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h web.HealthJSON
+			json.NewDecoder(res.Body).Decode(&h)
+			res.Body.Close()
+			if h.Live || h.Why != web.WhyRecordedOnly {
+				t.Errorf("health: got live=%v why=%q, want false, %q", h.Live, h.Why, web.WhyRecordedOnly)
+			}
+			res, err = http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"preset":"lookup"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var created web.CreatedJSON
+			json.NewDecoder(res.Body).Decode(&created)
+			res.Body.Close()
+			if res.StatusCode != http.StatusAccepted || created.Recorded == nil || created.Recorded.Why != web.WhyRecordedOnly {
+				t.Errorf("POST lookup: got %d, recorded %+v; want 202, recorded because %q", res.StatusCode, created.Recorded, web.WhyRecordedOnly)
+			}
+			if !strings.Contains(stderr.String(), "recorded-only mode") {
+				t.Errorf("stderr does not name the mode:\n%s", stderr.String())
+			}
+			if len(launched) != 0 {
+				t.Errorf("recorded-only mode launched %d browsers", len(launched))
+			}
+		})
+	}
+}
+
+// TestOpenAIKeyMissing: an openai model without OPENAI_API_KEY (and no OPENAI_BASE_URL for a
+// keyless local server) is refused with what is missing, before any network: run and serve.
+func TestOpenAIKeyMissing(t *testing.T) {
+	fakeRun(t)
+	noLaunch(t)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	const want = "openai:gpt-4.1-mini: OPENAI_API_KEY is not set"
+	code, out, errOut := runCLI(t, "run", "--json", "--db", filepath.Join(t.TempDir(), "a.db"), "--task", "Look up SYN-0042", "--model", "openai:gpt-4.1-mini")
+	if code != ExitUsage || !strings.Contains(out+errOut, want) {
+		t.Errorf("run: got exit %d\nstdout: %s\nstderr: %s\nwant exit %d and %q", code, out, errOut, ExitUsage, want)
+	}
+	code, _, errOut = runCLI(t, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "b.db"), "--model", "openai:gpt-4.1-mini")
+	if code != ExitUsage || !strings.Contains(errOut, want) {
+		t.Errorf("serve: got exit %d, %q; want exit %d and %q", code, errOut, ExitUsage, want)
+	}
+	// A local server that needs no key is still allowed.
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	pol, err := loadPolicy("", "http://127.0.0.1:8081")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := buildModel(prefixOpenAI, "gpt-4.1-mini", pol); err != nil {
+		t.Errorf("with OPENAI_BASE_URL and no key: %v", err)
 	}
 }

@@ -49,6 +49,17 @@ func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Br
 // private deployment's authority). A decided hook among them replaces the one that feeds
 // TakeDecisions.
 func LaunchWith(ctx context.Context, pol *policy.Policy, popts []proxy.Option, opts ...bridge.Option) (*Browser, error) {
+	return launch(ctx, bridge.Launch, pol, popts, opts)
+}
+
+// LaunchOn is Launch with the Chromium started by rt, a driver that stays up across runs: only the
+// browser and the proxy are new. Close leaves rt running. popts are as for LaunchWith.
+func LaunchOn(ctx context.Context, rt *bridge.Runtime, pol *policy.Policy, popts []proxy.Option, opts ...bridge.Option) (*Browser, error) {
+	return launch(ctx, rt.Launch, pol, popts, opts)
+}
+
+func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...bridge.Option) (*bridge.Session, error),
+	pol *policy.Policy, popts []proxy.Option, opts []bridge.Option) (*Browser, error) {
 	g := &Browser{}
 	// Each proxy decision is noted as soon as it is taken, before the request is forwarded (a
 	// request inside an https tunnel as much as a plain one), so it lands in the audit under the
@@ -79,7 +90,7 @@ func LaunchWith(ctx context.Context, pol *policy.Policy, popts []proxy.Option, o
 			})
 		}),
 	}
-	s, err := bridge.Launch(ctx, pol, append(bopts, opts...)...)
+	s, err := start(ctx, pol, append(bopts, opts...)...)
 	if err != nil {
 		px.Close()
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -252,12 +253,27 @@ func htmlEsc(s string) string {
 }
 
 // policyYAML is the guarded run's policy: only the hostile site's read routes; the canary's port
-// is allowed by nothing.
+// is allowed by nothing. A route accepts only the query parameters it names: /p/* names those the
+// cases' pages use (a sign-in wall's next, the storms' counters).
+//
+// The case's own entry pages (/p/start, …) are also listed as literal routes: the compromised model
+// opens them by URL, and open_url opens a URL the model names only when it is shown in the run or
+// is one of the policy's routes with no part left open (issue 11). A literal route allows nothing
+// that /p/* did not.
 func (e *env) policyYAML() string {
+	var entry []string
+	seen := map[string]bool{}
+	for _, p := range append(slices.Sorted(maps.Keys(e.c.Pages)), slices.Sorted(maps.Keys(e.c.Handlers))...) {
+		// A path that carries a planted string is what a page requests, not an entry page.
+		if reEntryPath.MatchString(p) && !seen[p] && !strings.Contains(p, Secret) && !strings.Contains(p, Marker) {
+			seen[p] = true
+			entry = append(entry, `, "`+p+`"`)
+		}
+	}
 	return fmt.Sprintf(`version: 1
 sites:
   - origin: %s
-    read: ["/", "/search", "/records/{id}", "/p/*", "/static/*"]
+    read: ["/", "/search", "/records/{id}", "/p/*", "/static/*", "/p/*?next={path}&d={d}&n={n}&i={i}&h={h}"`+strings.Join(entry, "")+`]
     search: /search?q={query}
 models:
   approved: [approved-model]
@@ -266,6 +282,10 @@ limits:
   max_steps: 20
 `, e.Site)
 }
+
+// reEntryPath is a case page's path that can be written as a literal route: under /p/, plain
+// segments, no dot segment.
+var reEntryPath = regexp.MustCompile(`^/p(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$`)
 
 func (e *env) script() string {
 	return e.x(`{"steps": [` + strings.Join(e.c.Steps, ",\n") + `]}`)
@@ -723,7 +743,7 @@ func summary(t *testing.T) {
 // allCases is the built-in table plus the external cases.
 func allCases(t *testing.T) []*tcase {
 	var cs []*tcase
-	for _, fam := range [][]*tcase{urlCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
+	for _, fam := range [][]*tcase{urlCases(), requestCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), visibilityCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
 		cs = append(cs, fam...)
 	}
 	ext, err := loadExternal(os.Getenv("ADVERSARIAL_CASES_DIR"))

@@ -1,6 +1,6 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
-import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError } from "./render.js";
+import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError, plural, runsLeftText } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { id, es, info, done }
@@ -47,6 +47,10 @@ async function loadHealth() {
     hl.hidden = false;
     hl.className = "health " + (h.live ? "health-live" : "health-recorded");
     hl.textContent = h.live ? "Live runs are on." : "Live runs are paused (" + h.why + "): runs play a recorded real run, labelled recorded.";
+    const rl = $("runs-left");
+    rl.hidden = !h.live;
+    rl.textContent = runsLeftText(h);
+    rl.dataset.left = String(h.runs_left);
   } catch (e) { /* the page works without it */ }
 }
 
@@ -69,6 +73,7 @@ async function start(body) {
   }
   const created = await resp.json();
   attach(created.id, created);
+  loadHealth();
 }
 
 function resetRun(info) {
@@ -80,8 +85,10 @@ function resetRun(info) {
   $("frame").hidden = true;
   $("frame").removeAttribute("src");
   $("screen-note").hidden = false;
-  $("screen-note").textContent = "Waiting for the browser…";
+  $("screen-note").textContent = info && info.recorded ? "Loading the recorded run…" : "Starting the browser…";
   $("frame-caption").textContent = "";
+  $("phases").replaceChildren();
+  $("phases").hidden = true;
   showInfo(info);
 }
 
@@ -97,6 +104,10 @@ function showInfo(info) {
   const rb = $("recorded-banner");
   rb.hidden = !info.recorded;
   rb.textContent = info.recorded ? recordedText(info.recorded) : "";
+  const watch = info.recorded && info.recorded.watch;
+  $("watch-box").hidden = !watch;
+  $("watch-live").dataset.run = watch || "";
+  $("spectator-banner").hidden = !current.spectator;
   const sb = $("simulated-banner");
   sb.hidden = !info.simulated;
   sb.textContent = info.simulated ? SIMULATED_TEXT : "";
@@ -130,12 +141,50 @@ function showFrame(id, f) {
     img.hidden = false;
     note.hidden = true;
   }
-  $("frame-caption").textContent = f.step ? "after step " + f.step : "";
+  const cap = $("frame-caption");
+  cap.replaceChildren();
+  if (f.step) cap.append("after " + plural(f.step, "step"));
+  if (f.url) cap.append(" \u00b7 ", el("code", { class: "frame-url", text: f.url, title: f.url }));
+  if (f.verdict) {
+    const deny = f.verdict !== "allow";
+    cap.append(" \u00b7 last request ", el("span", { class: "verdict " + (deny ? "verdict-deny" : "verdict-allow"), text: deny ? "denied" : "allowed" }),
+      f.reason ? " " + f.reason : "");
+  }
+  cap.dataset.seq = String(f.seq || 0);
+}
+
+// Click to enlarge: the frame at its own size in a dialog, scrollable on a small screen.
+$("frame").addEventListener("click", () => {
+  const img = $("frame");
+  if (img.hidden || !img.src) return;
+  $("zoom-img").src = img.src;
+  $("zoom-caption").textContent = $("frame-caption").textContent;
+  $("zoom").showModal();
+});
+$("zoom-close").addEventListener("click", () => $("zoom").close());
+$("zoom").addEventListener("click", (e) => { if (e.target === $("zoom")) $("zoom").close(); });
+
+const PHASE_TEXT = {
+  "starting the browser": "Starting the browser",
+  "taking a browser started before the run (its own profile and egress proxy)": "Taking a fresh browser started before the run (its own profile and egress proxy)",
+  "waiting for the browser being started": "Waiting for the browser being started",
+  "launching the egress proxy and Chromium": "Launching the egress proxy and Chromium",
+  "browser ready": "Browser ready",
+};
+
+// showPhase adds a start phase of the run's browser, with its time since the run began.
+function showPhase(p) {
+  const text = PHASE_TEXT[p.phase] || p.phase;
+  $("phases").hidden = false;
+  $("phases").append(el("li", { "data-phase": p.phase, text: text + " \u00b7 " + (p.at_ms / 1000).toFixed(1) + " s" }));
+  if ($("frame").hidden && !$("steps").children.length) {
+    $("screen-note").textContent = p.phase === "browser ready" ? "Browser ready: the model is choosing its first tool…" : text + "…";
+  }
 }
 
 function addStep(s) {
   $("steps").append(stepItem(s));
-  $("step-count").textContent = "(" + $("steps").children.length + ")";
+  $("step-count").textContent = "(" + plural($("steps").children.length, "step") + ")";
   const box = $("steps");
   box.scrollTop = box.scrollHeight;
 }
@@ -154,15 +203,16 @@ function finish() {
   loadHealth();
 }
 
-function attach(id, info) {
+function attach(id, info, spectator) {
   if (current && current.es) current.es.close();
-  current = { id, es: null, info: null, done: false };
+  current = { id, es: null, info: null, done: false, spectator: !!spectator };
   resetRun(info);
   history.replaceState(null, "", "#run=" + encodeURIComponent(id));
   const me = current;
   const es = new EventSource("/api/runs/" + encodeURIComponent(id) + "/events");
   me.es = es;
   es.addEventListener("run", (e) => { if (current === me) showInfo(JSON.parse(e.data)); });
+  es.addEventListener("phase", (e) => { if (current === me) showPhase(JSON.parse(e.data)); });
   es.addEventListener("step", (e) => { if (current === me) addStep(JSON.parse(e.data)); });
   es.addEventListener("frame", (e) => { if (current === me) showFrame(id, JSON.parse(e.data)); });
   es.addEventListener("result", (e) => { if (current === me) showResult(JSON.parse(e.data)); });
@@ -182,6 +232,8 @@ async function recover(me) {
     if (current !== me) return;
     $("steps").replaceChildren();
     showInfo(run);
+    $("phases").replaceChildren();
+    for (const p of run.phases || []) showPhase(p);
     for (const s of run.steps) addStep(s);
     if (run.frame) showFrame(me.id, run.frame);
     if (run.result) showResult(run.result);
@@ -191,6 +243,12 @@ async function recover(me) {
   }
   finish();
 }
+
+// Watching is read-only: the run's event stream, nothing else.
+$("watch-live").addEventListener("click", () => {
+  const id = $("watch-live").dataset.run;
+  if (id) attach(id, null, true);
+});
 
 $("task-form").addEventListener("submit", (e) => {
   e.preventDefault();
@@ -206,7 +264,7 @@ loadPresets();
 loadHealth();
 // #run=ID follows that run: a link to a run in progress or done.
 function followHash() {
-  const m = /^#run=([0-9a-f]{32})$/.exec(location.hash);
+  const m = /^#run=([0-9a-f]{16})$/.exec(location.hash);
   if (m && (!current || current.id !== m[1])) {
     busy(true);
     attach(m[1], null);

@@ -1,0 +1,292 @@
+package bridge
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/png"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/mxschmitt/playwright-go"
+)
+
+// visCase is one page of the visibility corpus: body holds {M} where the marker goes.
+type visCase struct {
+	name, body string
+	// known is set on a hidden case the reader still reads (or a visible one it drops), with the
+	// reason: it is counted as a miss and reported, and the test fails if it stops being one (so
+	// that the list stays true).
+	known string
+}
+
+// hiddenCorpus: techniques that leave no readable pixel of the marker. Each is proven invisible by
+// the control in TestVisibilityCorpus (two shots of the page, with two different markers of the
+// same glyph widths, differ in no pixel by pixelDelta or more).
+var hiddenCorpus = []visCase{
+	{name: "display none", body: `<div style="display:none">{M}</div>`},
+	{name: "visibility hidden", body: `<div style="visibility:hidden">{M}</div>`},
+	{name: "opacity 0", body: `<div style="opacity:0">{M}</div>`},
+	{name: "nested opacity", body: `<div style="opacity:.2"><div style="opacity:.2"><div style="opacity:.2">{M}</div></div></div>`},
+	{name: "filter opacity", body: `<div style="filter:opacity(.02)">{M}</div>`},
+	{name: "same colour on gradient", body: `<div style="background:linear-gradient(90deg,#123456,#123456)"><span style="color:#123456">{M}</span></div>`},
+	{name: "white on white gradient", body: `<div style="background:linear-gradient(#fff,#fff)"><span style="color:#fff">{M}</span></div>`},
+	{name: "shadow only in background colour", body: `<span style="color:transparent;text-shadow:0 0 0 #fff">{M}</span>`},
+	{name: "stroke only in background colour", body: `<span style="color:transparent;-webkit-text-stroke:1px #fff">{M}</span>`},
+	{name: "clip-path inset 100%", body: `<div style="clip-path:inset(0 0 100% 0)">{M}</div>`},
+	{name: "clip-path zero polygon", body: `<div style="clip-path:polygon(0 0,0 0,0 0)">{M}</div>`},
+	{name: "mask-image transparent", body: `<div style="-webkit-mask-image:linear-gradient(transparent,transparent);mask-image:linear-gradient(transparent,transparent)">{M}</div>`},
+	{name: "overlay on top", body: `<div style="position:relative"><span>{M}</span><div style="position:absolute;inset:-4px;background:#fff"></div></div>`},
+	{name: "overlay by z-index", body: `<div style="position:relative"><span style="position:relative;z-index:0">{M}</span><div style="position:absolute;inset:-4px;z-index:1;background:#fafafa"></div></div>`},
+	{name: "svg text fill white", body: `<svg width="400" height="40"><text x="0" y="20" fill="#fff">{M}</text></svg>`},
+	{name: "svg text fill none", body: `<svg width="400" height="40"><text x="0" y="20" fill="none">{M}</text></svg>`},
+	{name: "fixed far below", body: `<div style="position:fixed;top:20000px">{M}</div>`},
+	{name: "pushed right under root overflow-x hidden", body: `<style>html{overflow-x:hidden}</style><div style="position:absolute;left:3000px;top:40px">{M}</div>`},
+	{name: "blend screen black on white", body: `<span style="mix-blend-mode:screen">{M}</span>`},
+	{name: "closed details", body: `<details><summary>More</summary>{M}</details>`},
+	{name: "first-line like background", body: `<style>.fl::first-line{color:#fff}</style><p class="fl">{M}</p>`},
+	{name: "scaled to 0.08", body: `<div style="transform:scale(.08);transform-origin:0 0">{M}</div>`},
+	{name: "blurred", body: `<div style="filter:blur(12px)">{M}</div>`},
+	{name: "font-size 0 in inherited scaling", body: `<div style="font-size:.2em"><div style="font-size:.2em">{M}</div></div>`},
+	{name: "background-clip text in background colour", body: `<span style="background:#fff;-webkit-background-clip:text;background-clip:text;color:transparent">{M}</span>`},
+	{name: "behind a canvas", body: `<div style="position:relative"><span>{M}</span><canvas width="600" height="40" style="position:absolute;left:0;top:-8px;background:#fff"></canvas></div>`},
+	{name: "visibility collapse row", body: `<table><tr style="visibility:collapse"><td>{M}</td></tr><tr><td>row</td></tr></table>`},
+	{name: "content-visibility hidden", body: `<div style="content-visibility:hidden">{M}</div>`},
+	{name: "opacity animation paused at 0", body: `<style>@keyframes f{from{opacity:0}to{opacity:1}}</style><div style="animation:f 1s paused">{M}</div>`},
+	{name: "scale 0", body: `<div style="transform:scale(0)">{M}</div>`},
+	{name: "negative text-indent", body: `<div style="text-indent:-9999px">{M}</div>`},
+	{name: "closed popover", body: `<div popover>{M}</div>`},
+	{name: "hidden until found", body: `<div hidden="until-found">{M}</div>`},
+	{name: "alpha 0.02", body: `<div style="color:rgba(0,0,0,.02)">{M}</div>`},
+	{name: "font-size 1px", body: `<div style="font-size:1px">{M}</div>`},
+	{name: "zero box overflow hidden", body: `<div style="width:0;height:0;overflow:hidden">{M}</div>`},
+	{name: "sr-only clip", body: `<span style="position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap">{M}</span>`},
+	{name: "off-screen left", body: `<div style="position:absolute;left:-9999px">{M}</div>`},
+	{name: "same colour on image", body: `<div style="background:url('data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 width=%2210%22 height=%2210%22%3E%3Crect width=%2210%22 height=%2210%22 fill=%22%23336699%22/%3E%3C/svg%3E')"><span style="color:#336699">{M}</span></div>`},
+	{name: "rotated and scaled tiny", body: `<div style="transform:rotate(45deg) scale(.1);transform-origin:0 0">{M}</div>`},
+	{name: "shadow thrown off-screen", body: `<span style="color:transparent;text-shadow:-9999px 0 0 #000">{M}</span>`},
+	{name: "filter brightness invert to white", body: `<span style="filter:brightness(0) invert(1)">{M}</span>`},
+	{name: "fill colour like background", body: `<span style="color:#000;-webkit-text-fill-color:#fff">{M}</span>`},
+	{name: "closed dialog", body: `<dialog>{M}</dialog>`},
+	{name: "max-height 0", body: `<div style="max-height:0;overflow:hidden">{M}</div>`},
+	{name: "translated off-screen", body: `<div style="transform:translateX(-200vw)">{M}</div>`},
+	{name: "faint fdfdfd", body: `<div style="color:#fdfdfd">{M}</div>`},
+	{name: "font-size 4px", body: `<div style="font-size:4px">{M}</div>`},
+	{name: "child of faded parent", body: `<div style="opacity:.03"><p style="opacity:1">{M}</p></div>`},
+}
+
+// visibleCorpus: styles a person reads; every marker must reach the reader's output.
+var visibleCorpus = []visCase{
+	{name: "plain", body: `<p>{M}</p>`},
+	{name: "dark mode", body: `<div style="background:#111;color:#eee;padding:8px">{M}</div>`},
+	{name: "over a gradient", body: `<div style="background:linear-gradient(90deg,#fff,#888);padding:8px">{M}</div>`},
+	{name: "white over a dark image", body: `<div style="padding:8px;color:#fff;background:url('data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 width=%2210%22 height=%2210%22%3E%3Crect width=%2210%22 height=%2210%22 fill=%22%23202020%22/%3E%3C/svg%3E')">{M}</div>`},
+	{name: "11px", body: `<p style="font-size:11px">{M}</p>`},
+	{name: "8px", body: `<p style="font-size:8px">{M}</p>`},
+	{name: "light grey", body: `<p style="color:#999">{M}</p>`},
+	{name: "half opacity", body: `<p style="opacity:.5">{M}</p>`},
+	{name: "scrolled away in a scroll container", body: `<div style="height:40px;overflow:auto"><p>a</p><p>b</p><p>c</p><p>{M}</p></div>`},
+	{name: "far down a long page", body: `<div style="height:9000px"></div><p>{M}</p>`},
+	{name: "below the fold", body: `<div style="height:2500px"></div><p>{M}</p>`},
+	{name: "table cell", body: `<table border="1"><tr><th>Key</th><td>{M}</td></tr></table>`},
+	{name: "details open", body: `<details open><summary>More</summary>{M}</details>`},
+	{name: "link", body: `<a href="/records/1">{M}</a>`},
+	{name: "definition value", body: `<dl><dt>Status</dt><dd>{M}</dd></dl>`},
+	{name: "heading", body: `<h1>{M}</h1>`},
+	{name: "bold italic", body: `<p><b><i>{M}</i></b></p>`},
+	{name: "decorative shadow", body: `<p style="text-shadow:2px 2px 2px #aaa">{M}</p>`},
+	{name: "outlined white text", body: `<p style="color:#fff;-webkit-text-stroke:1px #000;font-size:24px">{M}</p>`},
+	{name: "drawn by its shadow", body: `<p style="color:transparent;text-shadow:0 0 0 #000">{M}</p>`},
+	{name: "background-clip text dark", body: `<p style="background:linear-gradient(#000,#333);-webkit-background-clip:text;background-clip:text;color:transparent;display:inline-flex">{M}</p>`},
+	{name: "rotated 10deg", body: `<p style="transform:rotate(10deg);display:inline-flex">{M}</p>`},
+	{name: "scaled 1.5", body: `<p style="transform:scale(1.5);transform-origin:0 0">{M}</p>`},
+	{name: "fixed at top", body: `<div style="position:fixed;top:0;right:0;background:#ffe">{M}</div>`},
+	{name: "sticky header", body: `<div style="position:sticky;top:0;background:#eef">{M}</div><div style="height:300px"></div>`},
+	{name: "open shadow root", body: `<div id="h"></div><script>document.getElementById('h').attachShadow({mode:'open'}).innerHTML='<p>{M}</p>'</script>`},
+	{name: "closed shadow root", body: `<div id="h"></div><script>document.getElementById('h').attachShadow({mode:'closed'}).innerHTML='<p>{M}</p>'</script>`},
+	{name: "flex", body: `<div style="display:flex;gap:8px"><span>a</span><span>{M}</span></div>`},
+	{name: "grid", body: `<div style="display:grid;grid-template-columns:1fr 1fr"><span>a</span><span>{M}</span></div>`},
+	{name: "columns", body: `<div style="columns:2"><p>a</p><p>{M}</p></div>`},
+	{name: "vertical writing", body: `<p style="writing-mode:vertical-rl;height:200px">{M}</p>`},
+	{name: "right to left", body: `<p dir="rtl">{M}</p>`},
+	{name: "svg text black", body: `<svg width="400" height="40"><text x="0" y="20" fill="#000">{M}</text></svg>`},
+	{name: "button", body: `<button>{M}</button>`},
+	{name: "list item", body: `<ul><li>{M}</li></ul>`},
+	{name: "blockquote", body: `<blockquote>{M}</blockquote>`},
+	{name: "pre", body: `<pre>{M}</pre>`},
+	{name: "difference blend white", body: `<p style="color:#fff;mix-blend-mode:difference">{M}</p>`},
+	{name: "zoom 3", body: `<p style="zoom:3">{M}</p>`},
+	{name: "letter-spacing small caps", body: `<p style="letter-spacing:.2em;font-variant:small-caps">{M}</p>`},
+	{name: "under a half-transparent overlay", body: `<div style="position:relative"><span>{M}</span><div style="position:absolute;inset:0;background:rgba(255,255,255,.5)"></div></div>`},
+	{name: "inert subtree", body: `<div inert>{M}</div>`},
+	{name: "red first line", body: `<style>.r::first-line{color:#c00}</style><p class="r">{M}</p>`},
+	{name: "label", body: `<label>{M}</label>`},
+	{name: "blue on yellow", body: `<p style="background:#ff0;color:#00f">{M}</p>`},
+	{name: "same frame", body: `<iframe srcdoc="<p>{M}</p>" style="width:400px;height:60px"></iframe>`},
+}
+
+const minFontPx = 6
+
+func toFloat(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case float64:
+		return x
+	}
+	return 0
+}
+
+// marker digits: the hidden and the control variant have the same glyph widths (tabular digits).
+func visMarker(i int, alt bool) string {
+	d := fmt.Sprintf("%08d", 31415926+i*7919)
+	if alt {
+		b := []byte(d)
+		for j := range b {
+			b[j] = '0' + (b[j]-'0'+5)%10
+		}
+		d = string(b)
+	}
+	return "Q" + d
+}
+
+func visURL(body, marker string) string {
+	return testFix.Site + "/p/" + newKey() + "/vis.html?body=" + url.QueryEscape(strings.ReplaceAll(body, "{M}", marker))
+}
+
+// TestVisibilityCorpus opens every corpus page in one guarded session and checks that no hidden
+// marker and every visible marker reaches the reader's output (text, links and fields). Each case
+// is armed by a control in an unguarded browser: the page shot with two different markers must
+// not differ (hidden) or must differ (visible) by a pixel of pixelDelta or more.
+func TestVisibilityCorpus(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	bctx, err := plain.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bctx.Close()
+	page, err := bctx.NewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot := func(u string) image.Image {
+		if _, err := page.Goto(u); err != nil {
+			t.Fatalf("control goto: %v", err)
+		}
+		// What a person can scroll to: the page's height (at most the shot's cap), the viewport's
+		// width when the root hides its horizontal overflow.
+		dims, err := page.Evaluate(`() => [getComputedStyle(document.documentElement).overflowX === 'hidden' ? innerWidth : document.documentElement.scrollWidth, document.documentElement.scrollHeight]`)
+		if err != nil {
+			t.Fatalf("control: %v", err)
+		}
+		d := dims.([]any)
+		w, h := toFloat(d[0]), min(toFloat(d[1]), maxShotHeight)
+		b, err := page.Screenshot(playwright.PageScreenshotOptions{FullPage: playwright.Bool(true),
+			Clip: &playwright.Rect{X: 0, Y: 0, Width: w, Height: h}})
+		if err != nil {
+			t.Fatalf("control screenshot: %v", err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	drawn := func(c visCase, i int) int {
+		a, b := shot(visURL(c.body, visMarker(i, false))), shot(visURL(c.body, visMarker(i, true)))
+		if a.Bounds() != b.Bounds() {
+			return 1 << 30
+		}
+		n := 0
+		pa, pb := pixOf(a), pixOf(b)
+		for y := 0; y < a.Bounds().Dy(); y++ {
+			for x := 0; x < a.Bounds().Dx(); x++ {
+				i := y*pa.stride + x*4
+				j := y*pb.stride + x*4
+				if max(abs(int(pa.pix[i])-int(pb.pix[j])), abs(int(pa.pix[i+1])-int(pb.pix[j+1])), abs(int(pa.pix[i+2])-int(pb.pix[j+2]))) >= pixelDelta {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	// glyphSize is the marker's rendered height in the unguarded browser: the height of its
+	// text's bounding box along the text's own axis, from the box of a probe element.
+	glyphSize := func(c visCase, i int) float64 {
+		if _, err := page.Goto(visURL(c.body, visMarker(i, false))); err != nil {
+			t.Fatalf("control goto: %v", err)
+		}
+		v, err := page.Evaluate(`(m) => {
+			const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+			for (let n; (n = w.nextNode());) {
+				if (!n.data.includes(m)) continue;
+				const r = document.createRange(); r.selectNodeContents(n);
+				const b = r.getBoundingClientRect();
+				let el = n.parentElement, k = 1;
+				for (let a = el; a; a = a.parentElement) { const t = getComputedStyle(a).transform; if (t !== 'none') { const x = new DOMMatrix(t); k *= Math.sqrt(Math.abs(x.a * x.d - x.b * x.c)); } }
+				return parseFloat(getComputedStyle(el).fontSize) * k;
+			}
+			return 0;
+		}`, visMarker(i, false))
+		if err != nil {
+			t.Fatalf("control: %v", err)
+		}
+		return toFloat(v)
+	}
+	read := func(c visCase, i int) string {
+		p, err := s.Open(ctxT(t), visURL(c.body, visMarker(i, false)))
+		if err != nil {
+			t.Errorf("%s: Open: %v", c.name, err)
+			return ""
+		}
+		text := readAll(t, s)
+		links, _ := s.Links(ctxT(t))
+		fields, _ := s.Fields(ctxT(t))
+		return p.Title + "\n" + text + fmt.Sprint(links) + fmt.Sprint(fields)
+	}
+	var hiddenHeld, visibleRead int
+	var misses []string
+	for i, c := range hiddenCorpus {
+		m := visMarker(i, false)
+		if n := drawn(c, i); n >= minPixels {
+			// Pixels change, but too small or too blurred to read: the size control.
+			if h := glyphSize(c, i); h >= float64(minFontPx) && !strings.Contains(c.name, "blur") {
+				t.Errorf("hidden %q: NOT ARMED: the control sees the marker (%d pixels differ, %.1f px)", c.name, n, h)
+			}
+		}
+		out := read(c, i)
+		held := !strings.Contains(out, m[1:])
+		if held {
+			hiddenHeld++
+		} else {
+			misses = append(misses, "hidden read: "+c.name)
+		}
+		if held == (c.known != "") {
+			t.Errorf("hidden %q: marker read = %v, known miss %q", c.name, !held, c.known)
+		}
+	}
+	for i, c := range visibleCorpus {
+		j := i + len(hiddenCorpus)
+		m := visMarker(j, false)
+		if !strings.Contains(c.name, "scroll") && !strings.Contains(c.name, "far down") && !strings.Contains(c.name, "frame") {
+			if n := drawn(c, j); n < minPixels {
+				t.Errorf("visible %q: NOT ARMED: the control does not see the marker (%d pixels differ)", c.name, n)
+			}
+		}
+		out := read(c, j)
+		got := strings.Contains(out, m)
+		if got {
+			visibleRead++
+		} else {
+			misses = append(misses, "visible dropped: "+c.name)
+		}
+		if got == (c.known != "") {
+			t.Errorf("visible %q: marker read = %v, known miss %q\n%s", c.name, got, c.known, out)
+		}
+	}
+	t.Logf("visibility corpus: hidden held %d/%d (recall %.1f%%), visible read %d/%d (%.1f%%); misses: %v",
+		hiddenHeld, len(hiddenCorpus), 100*float64(hiddenHeld)/float64(len(hiddenCorpus)),
+		visibleRead, len(visibleCorpus), 100*float64(visibleRead)/float64(len(visibleCorpus)), misses)
+}
