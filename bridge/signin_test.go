@@ -124,13 +124,56 @@ func TestSignInLease(t *testing.T) {
 	if w := site.writes(); len(w) != 0 {
 		t.Fatalf("writes reached the site before the lease: %q", w)
 	}
+	for _, sel := range []string{"#user", "#password"} {
+		if err := s.page.Locator(sel).Fill(""); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Under the lease: the same submission is sent, the redirect is followed as a GET.
+	if err := s.TakeoverInput(ctxT(t), Input{Kind: "text", Text: "x"}); !errors.Is(err, ErrNoLease) {
+		t.Errorf("TakeoverInput without a lease: %v, want ErrNoLease", err)
+	}
+	if _, err := s.TakeoverScreenshot(ctxT(t)); !errors.Is(err, ErrNoLease) {
+		t.Errorf("TakeoverScreenshot without a lease: %v, want ErrNoLease", err)
+	}
 	s.SetSignInLease(true)
 	if err := s.page.Locator("#password").WaitFor(); err != nil {
 		t.Fatalf("sign-in form: %v", err)
 	}
-	submit()
+	if png, err := s.TakeoverScreenshot(ctxT(t)); err != nil || len(png) < 100 {
+		t.Errorf("TakeoverScreenshot under the lease: %d bytes, %v", len(png), err)
+	}
+	// The person's input, as the live view sends it: a click at a point of the frame, text, keys.
+	clickOn := func(sel string) {
+		t.Helper()
+		box, err := s.page.Locator(sel).BoundingBox()
+		vp := s.page.ViewportSize()
+		if err != nil || box == nil || vp == nil {
+			t.Fatalf("box of %s: %v", sel, err)
+		}
+		in := Input{Kind: "click", X: (box.X + box.Width/2) / float64(vp.Width), Y: (box.Y + box.Height/2) / float64(vp.Height)}
+		if err := s.TakeoverInput(ctxT(t), in); err != nil {
+			t.Fatalf("click %s: %v", sel, err)
+		}
+	}
+	for _, bad := range []Input{{Kind: "click", X: 2}, {Kind: "key", Key: "F5"}, {Kind: "key", Key: "Control+r"},
+		{Kind: "text", Text: "a\nb"}, {Kind: "script"}, {Kind: "text", Text: strings.Repeat("a", MaxTakeoverText+1)}} {
+		if err := s.TakeoverInput(ctxT(t), bad); err == nil {
+			t.Errorf("TakeoverInput(%+v) accepted", bad)
+		}
+	}
+	clickOn("#user")
+	if err := s.TakeoverInput(ctxT(t), Input{Kind: "text", Text: "demo"}); err != nil {
+		t.Fatal(err)
+	}
+	clickOn("#password")
+	if err := s.TakeoverInput(ctxT(t), Input{Kind: "text", Text: signInPassword}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TakeoverInput(ctxT(t), Input{Kind: "key", Key: "Enter"}); err != nil {
+		t.Fatal(err)
+	}
 	if !testutil.Eventually(15*time.Second, func() bool {
 		site.mu.Lock()
 		defer site.mu.Unlock()
