@@ -493,12 +493,14 @@ func (s *Session) handleRoute(r playwright.Route) {
 			abort()
 			return
 		}
-		s.signInWrites.Add(1)
 	}
 	f, err := s.fetcher.chain(ctx, s, method, d.URL, hdr, body, rtype, frame)
 	if err != nil {
 		abort()
 		return
+	}
+	if write {
+		s.signInWrites.Add(1) // a sign-in write that went out and was answered
 	}
 	s.fulfil(r, f, rtype)
 }

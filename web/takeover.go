@@ -137,7 +137,18 @@ func (s *Server) signInFunc(r *run) func(ctx context.Context, b coordinator.Brow
 	}
 }
 
-// checkTakeoverRequest applies the API's origin check and, for a body, its type.
+// runBrowser is the browser of the run while it waits for a person (tests).
+func (s *Server) runBrowser(id string) TakeoverBrowser {
+	r := s.lookup(id)
+	if r == nil {
+		return nil
+	}
+	r.to.mu.Lock()
+	defer r.to.mu.Unlock()
+	return r.to.b
+}
+
+// takeoverRun applies the API's origin check and, for a body, its type.
 func (s *Server) takeoverRun(w http.ResponseWriter, r *http.Request) (*run, string, bool) {
 	if !s.originAllowed(r) {
 		writeError(w, http.StatusForbidden, originRefused(r.Header.Get("Origin")), nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
@@ -213,4 +214,85 @@ func TestTakeover(t *testing.T) {
 			t.Errorf("status %s, want human_action_required (expired without signing in)", res.Status)
 		}
 	})
+}
+
+// TestTakeoverSignInRealBrowser: the sign-in preset on a real guarded Chromium against the demo
+// site. The visitor takes over, types the demo credential through the input endpoint (keys and
+// text, as the live view sends them), submits, releases; the agent continues in the same browser,
+// signed in, and the run ends answered with the restricted record's fields. The password reaches
+// no event, replay, run, result or log.
+func TestTakeoverSignInRealBrowser(t *testing.T) {
+	guardedLaunch := func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		g, err := guarded.LaunchOn(ctx, agentRT, pol, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return g, g, nil
+	}
+	for _, tc := range []struct {
+		name   string
+		launch Launcher
+	}{{"bridge", realLaunch}, {"bridge and egress proxy", guardedLaunch}} {
+		t.Run(tc.name, func(t *testing.T) { takeoverSignIn(t, tc.launch) })
+	}
+}
+
+func takeoverSignIn(t *testing.T, launch Launcher) {
+	owner := xff("10.0.0.7")
+	logs := &logBuf{}
+	s, err := New(signInPolicy(t), WithLauncher(launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+		WithTrustedProxies(loopback), WithLogf(logs.logf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { s.Close() })
+	c := startRun(t, ts.URL, `{"preset":"sign-in"}`, owner)
+	base := ts.URL + "/api/runs/" + c.ID
+	if !testutil.Eventually(90*time.Second, func() bool {
+		var rj RunJSON
+		do(t, "GET", base, "", nil).json(t, &rj)
+		return rj.State == StateWaiting
+	}) {
+		t.Fatalf("the run never waited for a person")
+	}
+	if r := do(t, "POST", base+"/takeover", `{}`, owner); r.code != http.StatusOK {
+		t.Fatalf("takeover: %d %s", r.code, r.body)
+	}
+	if r := do(t, "GET", base+"/takeover/frame", "", owner); r.code != http.StatusOK || !strings.HasPrefix(string(r.body), "\x89PNG") {
+		t.Fatalf("holder's frame: %d", r.code)
+	}
+	// Tab past the four links of the site's navigation to the username field.
+	inputs := []string{
+		`{"kind":"key","key":"Tab"}`, `{"kind":"key","key":"Tab"}`, `{"kind":"key","key":"Tab"}`, `{"kind":"key","key":"Tab"}`,
+		`{"kind":"key","key":"Tab"}`, `{"kind":"text","text":"` + demosite.DemoUser + `"}`,
+		`{"kind":"key","key":"Tab"}`, `{"kind":"text","text":"` + demosite.DemoPassword + `"}`, `{"kind":"key","key":"Enter"}`,
+	}
+	for _, in := range inputs {
+		if r := do(t, "POST", base+"/input", in, owner); r.code != http.StatusNoContent {
+			t.Fatalf("input %s: %d %s", in, r.code, r.body)
+		}
+	}
+	// The submission is the page's own: wait until it went out under the lease.
+	if !testutil.Eventually(20*time.Second, func() bool {
+		b := s.runBrowser(c.ID)
+		return b != nil && b.SignInWrites() > 0
+	}) {
+		t.Fatalf("the sign-in form was not submitted under the lease")
+	}
+	if r := do(t, "POST", base+"/release", `{}`, owner); r.code != http.StatusOK {
+		t.Fatalf("release: %d %s", r.code, r.body)
+	}
+	res := waitResult(t, ts.URL, c.ID)
+	if res.Status != coordinator.StatusAnswered {
+		t.Fatalf("status %s (%s), want answered; steps %+v", res.Status, res.Reason, res.Steps)
+	}
+	evs, _ := readEvents(t, base+"/events", 0)
+	var run RunJSON
+	do(t, "GET", base, "", owner).json(t, &run)
+	all := fmt.Sprintf("%+v %+v %+v %s", evs, run, res, logs.String())
+	if strings.Contains(all, demosite.DemoPassword) {
+		t.Errorf("the typed password reached the events, replay, run, result or log")
+	}
 }
