@@ -18,6 +18,7 @@ import (
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // leaseBrowser is the HTTP fake browser with the takeover methods of the real one: it counts an
@@ -295,4 +296,48 @@ func takeoverSignIn(t *testing.T, launch Launcher) {
 	if strings.Contains(all, demosite.DemoPassword) {
 		t.Errorf("the typed password reached the events, replay, run, result or log")
 	}
+}
+
+// TestPageTakeover: a real browser drives the demo page as the visitor: start sign-in, take over,
+// click into the live view, type the demo credential, submit, hand back → the run ends answered.
+// A second visitor's page shows the banner but no take-over button and no frame.
+func TestPageTakeover(t *testing.T) {
+	s, err := New(signInPolicy(t), WithLauncher(realLaunch), WithModel("offline", offlineModel), WithLedger(newLedger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { s.Close() })
+	page := newPage(t)
+	_, err = page.Goto(ts.URL)
+	must(t, "goto", err)
+	must(t, "click sign-in", page.Locator(`button[data-preset="sign-in"]`).Click())
+	must(t, "paused banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerAgent, playwright.LocatorAssertionsToHaveTextOptions{Timeout: playwright.Float(90_000)}))
+	must(t, "take over", page.Locator("#takeover-start").Click())
+	must(t, "person banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerPerson))
+	must(t, "frame", expect.Locator(page.Locator("#takeover-frame")).ToBeVisible())
+	frame := page.Locator("#takeover-frame")
+	must(t, "click into the view", frame.Click(playwright.LocatorClickOptions{Position: &playwright.Position{X: 5, Y: 5}}))
+	kb := page.Keyboard()
+	for range 5 {
+		must(t, "tab", kb.Press("Tab"))
+	}
+	must(t, "user", kb.Type(demosite.DemoUser))
+	must(t, "tab", kb.Press("Tab"))
+	must(t, "password", kb.Type(demosite.DemoPassword))
+	must(t, "enter", kb.Press("Enter"))
+	if !testutil.Eventually(30*time.Second, func() bool { b := s.runBrowser(page0ID(t, page)); return b != nil && b.SignInWrites() > 0 }) {
+		shot(t, page, "page-takeover-not-signed-in")
+		t.Fatalf("the visitor's sign-in did not go out")
+	}
+	shot(t, page, "page-takeover-signed-in")
+	must(t, "hand back", page.Locator("#takeover-release").Click())
+	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible(playwright.LocatorAssertionsToBeVisibleOptions{Timeout: playwright.Float(60_000)}))
+}
+
+// page0ID is the run the page follows (its #run= fragment).
+func page0ID(t *testing.T, page playwright.Page) string {
+	_, id, _ := strings.Cut(page.URL(), "#run=")
+	return id
 }
