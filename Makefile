@@ -5,7 +5,7 @@ GO ?= go
 # Longer fuzzing: make fuzz FUZZTIME=10m
 FUZZTIME ?= 60s
 
-.PHONY: all setup build demo test vet fmt-check unit fuzz bench bench-e2e clean
+.PHONY: all setup build demo test quick vet fmt-check unit fuzz bench bench-e2e clean
 
 all: build
 
@@ -22,6 +22,11 @@ demo: build
 
 # The whole suite: formatting, vet, and every test (the fuzz targets run on their seed corpus).
 test: setup fmt-check vet unit
+
+# The inner loop (about a minute): formatting, vet, and the packages that start no browser.
+QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/testutil/... ./demo-site/...
+quick: fmt-check vet
+	$(GO) test -count=1 $(QUICK_PKGS)
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './driver/*')); \

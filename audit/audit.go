@@ -44,6 +44,8 @@ const (
 	FieldSimulated        = "simulated"
 	FieldPID              = "pid"        // the process that runs it, for crash recovery
 	FieldProcStart        = "proc_start" // that process's start marker (see ProcessMarker)
+	FieldKind             = "kind"
+	FieldClient           = "client"
 
 	// steps
 	FieldRunID         = "run_id"
@@ -69,6 +71,12 @@ const (
 	LayerBrowser     = "browser"
 	LayerProxy       = "proxy"
 	LayerCoordinator = "coordinator"
+)
+
+// Run kinds: what started a run.
+const (
+	KindRun = "run" // the coordinator's own loop: run, serve, record
+	KindMCP = "mcp" // the tool calls of one MCP client session
 )
 
 // StatusRunning is the status BeginRun records when the Run gives none. It is the only status
@@ -129,6 +137,8 @@ type Run struct {
 	// PID is 0. A run left running by a process that no longer exists is recovered at the next Open.
 	PID       int    `json:"pid"`
 	ProcStart string `json:"proc_start"`
+	Kind      string `json:"kind"`   // KindRun or KindMCP; "" means KindRun
+	Client    string `json:"client"` // for KindMCP: the client's name and version
 }
 
 // Step is one tool call of a run and the decision on it: the canonical step record.
@@ -294,6 +304,10 @@ var migrations = []string{
 		preset    TEXT NOT NULL DEFAULT '',
 		queued_at TEXT NOT NULL
 	);`,
+
+	// 5: the kind of a run (run or mcp) and, for mcp, the client that made the calls.
+	`ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';
+	ALTER TABLE runs ADD COLUMN client TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this program writes (PRAGMA user_version).
@@ -462,7 +476,7 @@ func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 var runColumns = []string{
 	FieldID, FieldStartedAt, FieldFinishedAt, FieldRecordID, FieldPreset, FieldModel, FieldStatus,
 	FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD, FieldSimulated,
-	FieldPID, FieldProcStart,
+	FieldPID, FieldProcStart, FieldKind, FieldClient,
 }
 
 // stepColumns are the steps columns in insert and scan order.
@@ -480,6 +494,11 @@ func cleanRun(r Run) Run {
 	r.Model = bound(r.Model, maxShortLen)
 	r.Status = bound(r.Status, maxShortLen)
 	r.Reason = cleanText(r.Reason)
+	r.Kind = bound(r.Kind, maxShortLen)
+	r.Client = cleanText(r.Client)
+	if r.Kind == "" {
+		r.Kind = KindRun
+	}
 	return r
 }
 
@@ -518,7 +537,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		r.ID, formatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
-		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.PID, r.ProcStart)
+		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.PID, r.ProcStart, r.Kind, r.Client)
 	if err != nil {
 		if werr := s.writeError("begin run", err); werr != err {
 			return "", werr
@@ -613,7 +632,7 @@ func scanRun(sc scanner) (Run, error) {
 		pid               int64
 	)
 	if err := sc.Scan(&r.ID, &started, &finished, &r.RecordID, &r.Preset, &r.Model, &r.Status,
-		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &pid, &r.ProcStart); err != nil {
+		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &pid, &r.ProcStart, &r.Kind, &r.Client); err != nil {
 		return Run{}, err
 	}
 	var err error

@@ -170,7 +170,7 @@ func TestRunRoundTrip(t *testing.T) {
 	wantRun := Run{ID: id, StartedAt: start.UTC(), FinishedAt: end.UTC(), RecordID: "R-1042", Preset: "demo",
 		Model: "openai:gpt-4.1-mini", Status: "answered", Reason: "evidence backs every value", StepCount: 2,
 		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true,
-		PID: os.Getpid(), ProcStart: ProcessMarker(os.Getpid())}
+		PID: os.Getpid(), ProcStart: ProcessMarker(os.Getpid()), Kind: KindRun}
 	if !reflect.DeepEqual(gotRun, wantRun) {
 		t.Errorf("Run:\n\tgot  %+v\n\twant %+v", gotRun, wantRun)
 	}

@@ -22,7 +22,7 @@ func TestCredentialWithheld(t *testing.T) {
 		"same-frame", "cross-frame", "nested-frame", "hidden-frame", "cross-closed-shadow",
 		"open-shadow", "closed-shadow", "nested-shadow",
 		// Named only by what a person sees, or by the signals of a code.
-		"code-label", "name-pin", "ce-aria", "ce-plaintext", "shy-masked", "shy-plain", "masked-only",
+		"code-label", "named-field", "ce-aria", "ce-plaintext", "shy-masked", "shy-plain", "masked-only",
 		"before-label", "before-near", "attr-before", "zero-width", "cyrillic", "greek-leet", "spaced",
 		"digits", "digit-boxes", "role-textbox", "describedby", "german", "french", "spanish", "russian",
 		"shadow-label",

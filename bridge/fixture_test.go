@@ -162,6 +162,9 @@ func (f *fixture) Close() {
 }
 
 // pageData is what a testdata template sees.
+// pageBodies holds page bodies registered by key (visURL), served as .Q.body under /p/{key}/.
+var pageBodies sync.Map
+
 type pageData struct {
 	Site, Other, Canary, Key, Key2, Self string
 	Q                                    map[string]string
@@ -182,6 +185,9 @@ func (f *fixture) handler(n *counter, other bool) http.Handler {
 		q := map[string]string{}
 		for k, v := range r.URL.Query() {
 			q[k] = v[0]
+		}
+		if body, ok := pageBodies.Load(key); ok {
+			q["body"] = body.(string)
 		}
 		data := pageData{Site: f.Site, Other: f.Other, Canary: f.Canary, Key: key, Key2: key2(key), Self: f.Site, Q: q}
 		if other {

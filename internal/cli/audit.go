@@ -184,6 +184,10 @@ func printRun(w io.Writer, r audit.Run) {
 	fmt.Fprintf(w, "  record    %s\n", orDash(r.RecordID))
 	fmt.Fprintf(w, "  preset    %s\n", orDash(r.Preset))
 	fmt.Fprintf(w, "  model     %s\n", r.Model)
+	if r.Kind == audit.KindMCP {
+		fmt.Fprintf(w, "  kind      %s\n", r.Kind)
+		fmt.Fprintf(w, "  client    %s\n", printable(r.Client))
+	}
 	fmt.Fprintf(w, "  simulated %v\n", r.Simulated)
 	fmt.Fprintf(w, "  tokens    %d prompt, %d completion, $%.4f\n", r.PromptTokens, r.CompletionTokens, r.CostUSD)
 }

@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/mxschmitt/playwright-go"
+
+	demosite "github.com/browser-agent/browser-agent/demo-site"
+)
+
+// BenchmarkMCP times browser-agent mcp (the real binary over stdio, driven by the Go SDK's
+// client) against the same reads made with plain playwright-go and, when it is installed (npm ci
+// in bench/playwright-mcp), against Playwright MCP's own server (@playwright/mcp, stdio, headless,
+// the same Chromium):
+//
+//   - first-ms: the first tool call of a fresh session, open_url of a record page (browser-agent:
+//     driver, egress proxy, Chromium, bridge, then the page; Playwright MCP: browser_navigate,
+//     which starts its browser; plain: playwright.Run, Launch, NewPage, Goto, InnerText);
+//   - warm-ms: then, in the same session, open_url + read_page of a record (Playwright MCP:
+//     browser_navigate + browser_snapshot; plain: Goto + InnerText), the median of 10.
+//
+// Each iteration runs the three sides one after the other, so that they share the machine's load.
+func BenchmarkMCP(b *testing.B) {
+	ctx := context.Background()
+	site, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer site.Close()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "browser-agent")
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), ".."))
+	build := exec.Command("go", "build", "-o", bin, "./cmd/browser-agent")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	// The demo policy with room for the warm loop's steps.
+	pol := strings.Replace(string(demosite.PolicyYAML(site.URL)), "max_steps: 20", "max_steps: 200", 1)
+	polFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(polFile, []byte(pol), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	pwMCP := filepath.Join(root, "bench", "playwright-mcp", "node_modules", "@playwright", "mcp", "cli.js")
+	if _, err := os.Stat(pwMCP); err != nil {
+		b.Logf("Playwright MCP not installed (cd bench/playwright-mcp && npm ci --ignore-scripts): timing plain playwright-go only")
+		pwMCP = ""
+	}
+	var urls []string
+	for n := 42; len(urls) < 3; n++ {
+		id := fmt.Sprintf("SYN-%04d", n)
+		if _, ok := site.Site.Record(id); ok && !site.Site.Restricted(id) {
+			urls = append(urls, site.URL+"/records/"+id)
+		}
+	}
+	const warm = 10
+	var first, warmMed [3][]float64 // browser-agent, plain, playwright-mcp
+	for i := 0; i < b.N; i++ {
+		f, w := mcpSide(b, bin, "browser-agent", []string{"mcp", "--policy", polFile, "--db", filepath.Join(dir, fmt.Sprintf("a%d.db", i))}, urls, warm,
+			func(u string) (string, string) { return "open_url", `{"url":"` + u + `"}` }, "read_page", `{}`)
+		first[0], warmMed[0] = append(first[0], f), append(warmMed[0], w)
+		f, w = plainSide(b, urls, warm)
+		first[1], warmMed[1] = append(first[1], f), append(warmMed[1], w)
+		if pwMCP != "" {
+			f, w = mcpSide(b, "node", "playwright-mcp", []string{pwMCP, "--headless", "--isolated", "--executable-path", chromiumPath(b), "--no-sandbox"}, urls, warm,
+				func(u string) (string, string) { return "browser_navigate", `{"url":"` + u + `"}` }, "browser_snapshot", `{}`)
+			first[2], warmMed[2] = append(first[2], f), append(warmMed[2], w)
+		}
+	}
+	b.ReportMetric(medianF(first[0]), "mcp-first-ms")
+	b.ReportMetric(medianF(warmMed[0]), "mcp-warm-ms")
+	b.ReportMetric(medianF(first[1]), "plain-first-ms")
+	b.ReportMetric(medianF(warmMed[1]), "plain-warm-ms")
+	if pwMCP != "" {
+		b.ReportMetric(medianF(first[2]), "pwmcp-first-ms")
+		b.ReportMetric(medianF(warmMed[2]), "pwmcp-warm-ms")
+	}
+}
+
+func medianF(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func msF(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// mcpSide starts an MCP server process, times the first open and then warm open+read pairs.
+func mcpSide(b *testing.B, cmdName, label string, args []string, urls []string, warm int, open func(string) (string, string), readTool, readArgs string) (float64, float64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.Command(cmdName, args...)
+	cmd.Dir = b.TempDir() // Playwright MCP writes its output folder here
+	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir(b))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatalf("%s: connect: %v\n%s", label, err, stderr.String())
+	}
+	defer cs.Close()
+	callTool := func(name, args string) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+		if err != nil || res.IsError {
+			txt := ""
+			if res != nil && len(res.Content) > 0 {
+				if t, ok := res.Content[0].(*mcp.TextContent); ok {
+					txt = t.Text
+				}
+			}
+			b.Fatalf("%s: %s %s: %v %.300s\n%s", label, name, args, err, txt, stderr.String())
+		}
+	}
+	start := time.Now()
+	callTool(open(urls[0]))
+	first := msF(time.Since(start))
+	var ws []float64
+	for i := 0; i < warm; i++ {
+		start := time.Now()
+		callTool(open(urls[i%len(urls)]))
+		callTool(readTool, readArgs)
+		ws = append(ws, msF(time.Since(start)))
+	}
+	return first, medianF(ws)
+}
+
+// plainSide is the same with plain playwright-go: no policy, proxy or checks.
+func plainSide(b *testing.B, urls []string, warm int) (float64, float64) {
+	start := time.Now()
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(b), SkipInstallBrowsers: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pw.Stop()
+	br, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{ExecutablePath: playwright.String(chromiumPath(b)), Headless: playwright.Bool(true), Args: []string{"--no-sandbox"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	page, err := br.NewPage()
+	if err != nil {
+		b.Fatal(err)
+	}
+	step := func(u string) {
+		if _, err := page.Goto(u, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := page.InnerText("body"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step(urls[0])
+	first := msF(time.Since(start))
+	var ws []float64
+	for i := 0; i < warm; i++ {
+		start := time.Now()
+		step(urls[i%len(urls)])
+		ws = append(ws, msF(time.Since(start)))
+	}
+	return first, medianF(ws)
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/mcpserver"
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// EnvMCPToken names the variable that holds the bearer token of "mcp --http". It is read from
+// the environment, never from the command line, where other users could see it.
+const EnvMCPToken = "BROWSER_AGENT_MCP_TOKEN"
+
+// MCPPath is where "mcp --http" serves the Streamable HTTP transport.
+const MCPPath = "/mcp"
+
+// mcpCmd is "browser-agent mcp [--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]".
+func mcpCmd(e *env, args []string) error {
+	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]")
+	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
+	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close a session's browser after this long without a tool call")
+	sessionTime := fs.Duration("session-time", coordinator.DefaultDeadline, "time budget of one browser session")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	if *idle <= 0 || *sessionTime <= 0 {
+		return usageError("--idle-timeout and --session-time must be positive")
+	}
+	token := os.Getenv(EnvMCPToken)
+	addr := *httpAddr
+	if addr != "" {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return usageError("--http %q: want HOST:PORT, e.g. 127.0.0.1:8765", addr)
+		}
+		if host == "" {
+			addr = net.JoinHostPort("127.0.0.1", port) // loopback unless asked otherwise
+		}
+		if !mcpserver.IsLoopback(addr) && len(token) < 16 {
+			return usageError("--http %s listens beyond loopback: set $%s to a bearer token of at least 16 characters", addr, EnvMCPToken)
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, err := openStore(e, *dbFile)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if *polFile == "" {
+		fmt.Fprintln(e.stderr, "browser-agent mcp: no --policy: serving the embedded demo site in-process; the tools can reach only it")
+	}
+	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
+	if err != nil {
+		if isLoadError(err) {
+			return &ExitError{Code: ExitUsage, Err: err}
+		}
+		return err
+	}
+	defer stopSite()
+	srv, err := mcpserver.New(mcpserver.Config{
+		Policy: pol, Launch: mcpserver.Launcher(launchMCP), Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
+		Logf: func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) },
+	})
+	if err != nil {
+		return err
+	}
+	if addr == "" {
+		fmt.Fprintf(e.stderr, "browser-agent mcp: serving MCP on stdio; audit in %s\n", store.Path())
+		in, _ := e.stdin.(io.ReadCloser)
+		if in == nil {
+			in = io.NopCloser(e.stdin)
+		}
+		return srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{e.stdout}})
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("--http: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, srv.HTTPHandler(mcpserver.HTTPOptions{Token: token, Origins: mcpserver.LocalOrigins(ln.Addr())}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	auth := "no token"
+	if token != "" {
+		auth = "bearer token from $" + EnvMCPToken
+	}
+	fmt.Fprintf(e.stderr, "browser-agent mcp: serving MCP (Streamable HTTP) at http://%s%s, %s; audit in %s\n", ln.Addr(), MCPPath, auth, store.Path())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	srv.Close()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// launchMCP is the browser of one MCP session: the guarded browser of "run". Tests replace
+// launchBrowser, and this follows.
+func launchMCP(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+	return launchBrowser(ctx, pol)
+}
