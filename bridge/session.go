@@ -769,6 +769,18 @@ func (s *Session) SetSignInLease(held bool) {
 		s.mu.Lock()
 		s.cur = nil
 		s.mu.Unlock()
+		// Let what the person started (a sign-in submission being answered) finish before the
+		// agent's next Open navigates the page, so that it does not interrupt it. Bounded.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for s.usable() == nil && s.inflight.Load() > 0 && sleepCtx(ctx, 20*time.Millisecond) == nil {
+		}
+		s.op.Lock()
+		if s.usable() == nil {
+			_ = s.page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateLoad, Timeout: playwright.Float(5000)})
+		}
+		s.op.Unlock()
+		_ = s.settle(ctx)
 	}
 }
 
