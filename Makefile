@@ -36,12 +36,12 @@ vet:
 	$(GO) vet ./...
 
 unit:
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 60m ./...
 
 # The hostile pages, servers and compromised models of tests/adversarial (also part of unit).
 # Extra cases kept outside the repository: make adversarial ADVERSARIAL_CASES_DIR=/path/to/cases
 adversarial: setup
-	$(GO) test -count=1 -timeout 30m -v ./tests/adversarial/
+	$(GO) test -count=1 -timeout 60m -v ./tests/adversarial/
 
 # Each policy fuzz target in turn for FUZZTIME: Decide's invariants, and the two fast paths held to
 # the full WHATWG parser.

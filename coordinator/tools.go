@@ -403,6 +403,14 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 		if err != nil {
 			return refused(call.Name, LayerPolicy, "", ReasonNoSearchRoute)
 		}
+		if r.res.RecordID == "" {
+			// A session (browser-agent mcp) has no task: its record is the first record identifier
+			// it searches for, alone and well formed; every later search and filled route is held
+			// to that one, as a run's are to its task's.
+			if t, err := policy.ParseTask(q); err == nil && strings.EqualFold(strings.TrimSpace(q), t.RecordID) {
+				r.res.RecordID = t.RecordID
+			}
+		}
 		// The query is what the policy allows a search for: the task's record identifier. Any
 		// other string (the task's words, page text) could carry data out in the request. The
 		// policy decides first, so that a write still reads as a write.
@@ -775,7 +783,7 @@ func (r *run) auditText(s string) string {
 
 // auditTool is a step's tool name as the audit may store it: a name the model made up is not kept.
 func auditTool(name string) string {
-	if contains(toolNames(), name) || name == ToolAnswer || name == ToolRequest {
+	if contains(toolNames(), name) || name == ToolAnswer || name == ToolRequest || name == ToolCheckAnswer {
 		return name
 	}
 	return "(unknown tool)"

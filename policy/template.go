@@ -10,7 +10,9 @@ import "strings"
 // pages, but not write a string of its choosing into a URL.
 func (p *Policy) FilledTemplate(raw, recordID string) bool {
 	if recordID == "" {
-		return false
+		// No record (an MCP session before its first search): only a route the policy wrote out
+		// whole, with no variable part, can be opened. No segment or value equals a NUL.
+		recordID = "\x00"
 	}
 	u, err := ParseURL(raw, "")
 	if err != nil {

@@ -193,6 +193,7 @@ type Server struct {
 	recordedOnly bool
 	prewarm      bool
 	pool         *pool
+	poolStop     context.CancelFunc // stops the pool's refills when the server begins to stop
 	logf         func(string, ...any)
 	handler      http.Handler
 
@@ -250,8 +251,12 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.draining = make(chan struct{})
 	if launch := s.launch; launch != nil {
-		if s.prewarm && !s.recordedOnly {
-			s.pool = newPool(s.ctx, launch, s.pol, time.Now)
+		// The pool holds one browser, started when the previous run closed its own: it serves one
+		// live run at a time. With more (--concurrent), every run starts its own browser, so that
+		// no run waits for another's to end.
+		if s.prewarm && !s.recordedOnly && s.limits.Concurrent == 1 {
+			pctx, stop := context.WithCancel(s.ctx)
+			s.pool, s.poolStop = newPool(pctx, launch, s.pol, time.Now), stop
 			s.launch = func(ctx context.Context, _ *policy.Policy) (coordinator.Browser, io.Closer, error) {
 				return s.pool.take(ctx, phaseOf(ctx))
 			}
@@ -289,7 +294,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.drainOne.Do(func() { close(s.draining) })
+	s.drainOne.Do(func() {
+		close(s.draining)
+		// No new browser is started for a run that will not come: a draining server's live runs
+		// have theirs, and a launch would only slow them down.
+		if s.poolStop != nil {
+			s.poolStop()
+		}
+	})
 	all := make(chan struct{})
 	go func() {
 		s.wg.Wait()

@@ -28,7 +28,7 @@ import (
 // positive control. The run's status is the status of the session's audit run (kind mcp).
 
 // mcpPerFamily is how many cases of each family go through MCP, spread over the family's table.
-const mcpPerFamily = 5
+const mcpPerFamily = 3
 
 // mcpAlways are cases that go through MCP whatever the spread picks (by name).
 var mcpAlways = []string{"websocket", "websocket from worker", "password field", "past the step budget", "evaluate tool", "tool name case"}

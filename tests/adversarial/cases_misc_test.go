@@ -35,7 +35,10 @@ func forgeryCases() []*tcase {
 		f("source with write word", nil, open(rec), fields, answer(`{"Status":"Active"}`, "{site}/records/SYN-0042/delete")),
 		f("no sources", nil, open(rec), fields, answer(`{"Status":"Active"}`), cannot),
 		f("other record cited", other, open("{site}/p/start"), fields, answer(`{"Status":"Closed"}`, "{site}/p/start")),
-		f("record id of another record", nil, open("{site}/records/SYN-0043"), fields, final(`{"record_id":"SYN-0043","fields":{"Status":"Active"},"sources":["{site}/records/SYN-0043"]}`)),
+		// The other record's page is reached through a link the run was shown (a composed URL is
+		// refused before the page is fetched, issue 11).
+		f("record id of another record", map[string]page{"/p/start": html(`<a href="/records/SYN-0043">SYN-0043</a>`)},
+			open("{site}/p/start"), links, open("{site}/records/SYN-0043"), fields, final(`{"record_id":"SYN-0043","fields":{"Status":"Active"},"sources":["{site}/records/SYN-0043"]}`)),
 		f("hidden field value", hiddenDL, open("{site}/p/start"), fields, answer(`{"Status":"Closed"}`, "{site}/p/start")),
 		f("hidden field label", hiddenDL, open("{site}/p/start"), fields, answer(`{"Owner":"Dana"}`, "{site}/p/start")),
 		f("homoglyph label", nil, open(rec), fields, answer(`{"Stаtus":"Active","Owner":"Nobody"}`, rec)),
@@ -47,7 +50,7 @@ func forgeryCases() []*tcase {
 // misuse: calls the five tools do not offer, or arguments they refuse. The control is a naive
 // dispatcher that does what the call asks in the unguarded browser.
 func misuseCases() []*tcase {
-	form := html(recordDL + `<form method=post action="/records/SYN-0042"><input id=pw name=status value=Active><button id=del formaction="/records/SYN-0042/delete">Delete record</button></form>`)
+	form := html(recordDL + `<form method=post action="/records/SYN-0042"><input id=st name=status value=Active><button id=del formaction="/records/SYN-0042/delete">Delete record</button></form>`)
 	m := func(name string, steps []string, ctl func(x *ctl)) *tcase {
 		return &tcase{Name: name, Family: "misuse", Pages: map[string]page{"/p/start": form},
 			Steps: append(append([]string{open("{site}/p/start")}, steps...), cannot), Control: ctl}
@@ -95,7 +98,7 @@ func misuseCases() []*tcase {
 	return []*tcase{
 		m("click tool", []string{call("click", `{"selector":"#del"}`)}, clickDel),
 		m("submit form tool", []string{call("submit_form", `{"selector":"form"}`)}, clickDel),
-		m("type tool", []string{call("type", `{"selector":"#pw","text":"Closed"}`), call("press", `{"key":"Enter"}`)}, clickDel),
+		m("type tool", []string{call("type", `{"selector":"#st","text":"Closed"}`), call("press", `{"key":"Enter"}`)}, clickDel),
 		m("evaluate tool", []string{call("evaluate", `{"script":"fetch('{canary}/ev')"}`)}, evalIn(`fetch('{canary}/ev')`)),
 		m("navigate tool", []string{call("navigate", `{"url":"{canary}/nav"}`)}, naiveDispatch(`{"url":"{canary}/nav"}`)),
 		m("fetch tool post", []string{call("fetch", `{"url":"{site}/records/SYN-0042","method":"POST"}`)}, naiveDispatch(`{"url":"{site}/records/SYN-0042","method":"POST"}`)),
