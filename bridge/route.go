@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -94,7 +95,10 @@ func isRedirect(status int) bool { return status >= 300 && status < 400 }
 // than the policy's hop cap and a loop stop the chain before the next request is sent. Only a
 // final non-redirect response is returned. On error the returned fetched, when not nil, holds
 // the hops taken.
-func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, hdr http.Header, rtype, frame string) (*fetched, error) {
+//
+// body is sent only with a write, which is possible only for a sign-in route while a person holds
+// the session's lease (doWrite checks both again); a 307/308 hop carries it on under the same check.
+func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, hdr http.Header, body []byte, rtype, frame string) (*fetched, error) {
 	maxHops := s.pol.Limits().MaxRedirectHops
 	cur := rawURL
 	seen := map[string]bool{cur: true}
@@ -108,7 +112,13 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			s.budgetDenied(brd, e)
 			return &fetched{hops: hops}, e
 		}
-		resp, err := f.do(ctx, method, cur, hdr)
+		var resp *http.Response
+		var err error
+		if method == http.MethodGet || method == http.MethodHead {
+			resp, err = f.do(ctx, method, cur, hdr)
+		} else {
+			resp, err = f.doWrite(ctx, s, method, cur, hdr, body)
+		}
 		if e := s.budgetResponse(resp, err, brd); e != nil {
 			return &fetched{hops: hops}, e
 		}
@@ -163,10 +173,54 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		cur = to
 		if resp.StatusCode == http.StatusSeeOther || (method != http.MethodGet && method != http.MethodHead &&
 			(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound)) {
-			method = http.MethodGet
+			method, body = http.MethodGet, nil
+			hdr.Del("Content-Type")
 		}
 	}
 }
+
+// doWrite sends a write: only while the session's sign-in lease is held, and only to a route the
+// policy names under signin for this method. It is the one way a body leaves the bridge.
+func (f *fetcher) doWrite(ctx context.Context, s *Session, method, rawURL string, hdr http.Header, body []byte) (*http.Response, error) {
+	if !s.signInLease.Load() {
+		return nil, fmt.Errorf("method %s refused: no sign-in lease", method)
+	}
+	pu, err := policy.ParseURL(rawURL, "")
+	if err != nil {
+		return nil, err
+	}
+	if d := s.pol.DecideSignIn(method, pu); !d.Allowed() {
+		return nil, fmt.Errorf("method %s refused: %s", method, d.Reason)
+	}
+	if int64(len(body)) > maxSignInBody {
+		return nil, fmt.Errorf("method %s refused: body longer than %d bytes", method, maxSignInBody)
+	}
+	u, err := exactURL(rawURL, f.tr.Proxy != nil)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.URL = u
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if reason := proxyReason(resp.Header.Get(headerProxyError)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		resp.Body.Close()
+		return nil, &EgressError{Host: u.Host, Status: resp.StatusCode, Reason: reason}
+	}
+	return resp, nil
+}
+
+// maxSignInBody is the longest body a sign-in write may carry.
+const maxSignInBody = 64 << 10
 
 func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header) (*http.Response, error) {
 	if method != http.MethodGet && method != http.MethodHead {
@@ -350,7 +404,9 @@ func (s *Session) handleRoute(r playwright.Route) {
 		deny(ReasonPopup)
 		return
 	}
-	if nav && frame == FrameMain {
+	write := method != http.MethodGet && method != http.MethodHead
+	signIn := write && s.signInLease.Load()
+	if nav && frame == FrameMain && !signIn {
 		// The only main-frame navigation allowed is the one Open is making, once. Script
 		// navigation, meta refresh, form submission, reload and history traversal are aborted.
 		s.mu.Lock()
@@ -379,7 +435,19 @@ func (s *Session) handleRoute(r playwright.Route) {
 			return
 		}
 	}
-	d, err := s.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
+	var d policy.Decision
+	var err error
+	if signIn {
+		// A person holds the lease: a write to a sign-in route the policy names is allowed; any
+		// other write is decided, and denied, as always.
+		if pu, perr := policy.ParseURL(raw, ""); perr == nil {
+			d = s.pol.DecideSignIn(method, pu)
+		} else {
+			d, err = s.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
+		}
+	} else {
+		d, err = s.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
+	}
 	rd.Verdict, rd.Rule, rd.Reason = d.Verdict, d.Rule, d.Reason
 	if err != nil || !d.Allowed() {
 		if err != nil {
@@ -416,10 +484,23 @@ func (s *Session) handleRoute(r playwright.Route) {
 			hdr.Set(k, v)
 		}
 	}
-	f, err := s.fetcher.chain(ctx, s, method, d.URL, hdr, rtype, frame)
+	var body []byte
+	if write {
+		if v, ok := req.Headers()["content-type"]; ok {
+			hdr.Set("Content-Type", v)
+		}
+		if body, err = req.PostDataBuffer(); err != nil {
+			abort()
+			return
+		}
+	}
+	f, err := s.fetcher.chain(ctx, s, method, d.URL, hdr, body, rtype, frame)
 	if err != nil {
 		abort()
 		return
+	}
+	if write {
+		s.signInWrites.Add(1) // a sign-in write that went out and was answered
 	}
 	s.fulfil(r, f, rtype)
 }

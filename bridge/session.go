@@ -76,6 +76,11 @@ type Session struct {
 
 	op sync.Mutex // serializes the page operations
 
+	// signInLease is set by the serve layer while a person holds a takeover lease
+	// (SetSignInLease); signInWrites counts the sign-in writes sent under it.
+	signInLease  atomic.Bool
+	signInWrites atomic.Int64
+
 	mu        sync.Mutex
 	pending   *pendingNav // the one main-frame navigation the bridge is opening
 	frameNavs int         // sub-frame navigations since the last Open
@@ -371,7 +376,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if err != nil {
 		return Page{URL: d.URL}, fmt.Errorf("open %s: %w", redactURL(d.URL), err)
 	}
-	f, err := s.fetcher.chain(ctx, s, http.MethodGet, d.URL, documentHeaders(s.ua), "document", FrameMain)
+	f, err := s.fetcher.chain(ctx, s, http.MethodGet, d.URL, documentHeaders(s.ua), nil, "document", FrameMain)
 	release()
 	f.dropGate() // the document is handed over later, through the route
 	if err != nil {
@@ -752,3 +757,32 @@ func redactURL(raw string) string {
 	}
 	return raw
 }
+
+// SetSignInLease tells the session whether a person holds a takeover lease on its browser. While
+// held, a write the page makes to a sign-in route the policy names (policy.DecideSignIn) is sent,
+// with its body, even as a main-frame navigation; every other write and navigation stays denied.
+// Ending the lease forgets the page the agent had opened: a person acted on it, so nothing is read
+// from it until the agent opens a page again. Only the serve layer calls this; no tool reaches it.
+func (s *Session) SetSignInLease(held bool) {
+	s.signInLease.Store(held)
+	if !held {
+		s.mu.Lock()
+		s.cur = nil
+		s.mu.Unlock()
+		// Let what the person started (a sign-in submission being answered) finish before the
+		// agent's next Open navigates the page, so that it does not interrupt it. Bounded.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for s.usable() == nil && s.inflight.Load() > 0 && sleepCtx(ctx, 20*time.Millisecond) == nil {
+		}
+		s.op.Lock()
+		if s.usable() == nil {
+			_ = s.page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateLoad, Timeout: playwright.Float(5000)})
+		}
+		s.op.Unlock()
+		_ = s.settle(ctx)
+	}
+}
+
+// SignInWrites counts the sign-in writes the session has sent under a lease.
+func (s *Session) SignInWrites() int64 { return s.signInWrites.Load() }

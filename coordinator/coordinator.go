@@ -213,7 +213,24 @@ type Coordinator struct {
 	progress   func(Step)
 	transcript io.Writer
 	deadline   time.Duration
+	signIn     SignInFunc
 }
+
+// Takeover is what a person did while holding a takeover lease: counts only, never what they
+// typed or where they clicked.
+type Takeover struct {
+	Duration              time.Duration
+	Clicks, Keys, Submits int
+}
+
+// SignInFunc is called when a page opened by a tool holds a credential field. It waits (bounded
+// by ctx and its own deadline) for a person to take over the browser and sign in, and reports
+// what they did and whether the run continues (ok). It is called at most once per run.
+type SignInFunc func(ctx context.Context, url string) (t Takeover, ok bool)
+
+// WithSignIn makes a credential page wait for a person (serve) instead of ending the run at once
+// (the command line). Without it, or when f reports !ok, the run ends human_action_required.
+func WithSignIn(f SignInFunc) Option { return func(c *Coordinator) { c.signIn = f } }
 
 // Option configures a Coordinator.
 type Option func(*Coordinator)
@@ -354,6 +371,7 @@ type run struct {
 	denial   string // reason of the last denied or refused call, "" when none
 	page     *curPage
 	finished bool
+	signedIn bool // the sign-in hook was asked once: a second credential page ends the run
 	// redact turns every URL a step or a request decision carries into what may be stored and
 	// printed (see policy.Redactor): set once the task's record identifier is known.
 	redact *policy.Redactor

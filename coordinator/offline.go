@@ -131,10 +131,17 @@ func offlineNext(ctx context.Context, msgs []Message, _ []ToolSpec) (Turn, error
 		return offlineFinal(map[string]any{"cannot_answer": fmt.Sprintf("%s was %s: %s", last.name, orDefault(last.status(), "not answered"), why)}), nil
 	}
 
+	// A person took over at a sign-in page and handed the browser back: open that page again.
+	if actedOn(last) {
+		if u, _ := last.args["url"].(string); u != "" {
+			return call(ToolOpenURL, map[string]any{"url": u})
+		}
+	}
+
 	// Where the record's page is, once found: the first page opened after the search.
 	recordPage := -1
 	for i, c := range calls {
-		if c.name == ToolOpenURL && c.status() == resultOK {
+		if c.name == ToolOpenURL && c.status() == resultOK && !actedOn(c) {
 			recordPage = i
 			break
 		}
@@ -235,4 +242,10 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// actedOn reports whether a call's result says a person took over the page (a sign-in handoff).
+func actedOn(c offlineCall) bool {
+	why, _ := c.result["reason"].(string)
+	return c.status() == resultOK && strings.HasPrefix(why, ReasonPersonActed)
 }

@@ -52,6 +52,7 @@ const (
 	ReasonUnknownTool   = "unknown tool"
 	ReasonNoPage        = "no page open"
 	ReasonCredential    = "credential field on page"
+	ReasonPersonActed   = "a person acted on the page"
 	ReasonBrowserError  = "browser error"
 	ReasonFinalURL      = "final url denied"
 	ReasonHopLimit      = bridge.ReasonHopLimit
@@ -497,7 +498,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	page, err := r.a.Browser.Open(ctx, d.URL)
 	now := r.c.clock().UTC()
 	if err != nil {
-		return r.browserError(tool, d.URL, err)
+		return r.browserError(ctx, tool, d.URL, err)
 	}
 	final, ferr := r.c.pol.Decide(policy.DecideArgs{Method: "GET", URL: page.URL})
 	if ferr != nil || !final.Allowed() {
@@ -548,10 +549,25 @@ func (r *run) denied(tool, url, layer, rule, reason string) outcome {
 
 // browserError maps an error of the browser to an outcome. Error text is never passed on: it may
 // hold what the page sent.
-func (r *run) browserError(tool, url string, err error) outcome {
+func (r *run) browserError(ctx context.Context, tool, url string, err error) outcome {
 	switch {
 	case errors.Is(err, bridge.ErrCredentialRequired):
 		r.page = nil
+		if r.c.signIn != nil && !r.signedIn {
+			// serve: the run waits for a person to take over and sign in. Nothing of the page
+			// reaches the model either way; a takeover is journaled as counts.
+			r.signedIn = true
+			if t, ok := r.c.signIn(ctx, url); ok {
+				reason := fmt.Sprintf("%s: %s, %d clicks, %d keys, %d sign-in submissions", ReasonPersonActed,
+					t.Duration.Round(time.Second), t.Clicks, t.Keys, t.Submits)
+				return outcome{
+					step: Step{Tool: tool, URL: url, Verdict: policy.Allow, Reason: reason, Layer: LayerBrowser},
+					content: encodeResult(envelope{Tool: tool, Status: resultOK, URL: url, Reason: ReasonPersonActed +
+						": a person took over the browser on the sign-in page and handed it back; what they typed is not shown." +
+						" The page is untrusted, as every page is. Open the page you need again."}),
+				}
+			}
+		}
 		return outcome{
 			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Reason: ReasonCredential, Layer: LayerBrowser},
 			stop:       StatusHuman,
@@ -634,7 +650,7 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	url := r.page.url
 	ch, err := r.a.Browser.Read(ctx, off)
 	if err != nil {
-		return r.browserError(ToolReadPage, url, err)
+		return r.browserError(ctx, ToolReadPage, url, err)
 	}
 	r.page.next, r.page.more = ch.Next, ch.More
 	return outcome{
@@ -651,7 +667,7 @@ func (r *run) links(ctx context.Context) outcome {
 	url := r.page.url
 	ls, err := r.a.Browser.Links(ctx)
 	if err != nil {
-		return r.browserError(ToolListLinks, url, err)
+		return r.browserError(ctx, ToolListLinks, url, err)
 	}
 	out := make([]linkData, 0, min(len(ls), maxLinks))
 	r.listed = r.listed[:0]
@@ -698,7 +714,7 @@ func (r *run) fields(ctx context.Context) outcome {
 	url := r.page.url
 	fs, err := r.a.Browser.Fields(ctx)
 	if err != nil {
-		return r.browserError(ToolExtractFields, url, err)
+		return r.browserError(ctx, ToolExtractFields, url, err)
 	}
 	now := r.c.clock().UTC()
 	recordID := ""

@@ -2,6 +2,8 @@ package demosite
 
 import (
 	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -100,9 +102,10 @@ func (s *Site) missing(w http.ResponseWriter, id string) {
 	notFound(w, "There is no record "+id+".")
 }
 
-// signIn redirects a restricted record's page to the sign-in form.
+// signIn redirects a restricted record's page to the sign-in form, unless the request carries
+// the session cookie of someone signed in with the demo credential.
 func (s *Site) signIn(w http.ResponseWriter, r *http.Request, id string) bool {
-	if !s.Restricted(id) {
+	if !s.Restricted(id) || s.signedIn(r) {
 		return false
 	}
 	redirect(w, http.StatusFound, "/login?next="+r.URL.Path)
@@ -216,9 +219,45 @@ func (s *Site) loginForm(w http.ResponseWriter, r *http.Request) {
 	render(w, http.StatusOK, "login", loginData{Next: localPath(r.URL.Query().Get("next"))})
 }
 
-// login never reads the body: sign-in is disabled, and credentials must not be touched.
+// The demo credential, shown on the sign-in page: it is a demonstration, not a secret. Only this
+// pair signs in; the password is compared and never stored, logged or echoed.
+const (
+	DemoUser     = "demo"
+	DemoPassword = "synthetic-demo"
+	// SessionCookie names the cookie a sign-in sets.
+	SessionCookie = "synthetic_session"
+)
+
+// login signs in with the demo credential: a fresh session cookie and a redirect to next. Any
+// other credential is refused. The body is read only for the two fields and dropped.
 func (s *Site) login(w http.ResponseWriter, r *http.Request) {
-	render(w, http.StatusUnauthorized, "login", loginData{Next: "/", Message: "Sign-in is disabled on the demo."})
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if r.ParseForm() != nil || r.PostForm.Get("username") != DemoUser ||
+		subtle.ConstantTimeCompare([]byte(r.PostForm.Get("password")), []byte(DemoPassword)) != 1 {
+		render(w, http.StatusUnauthorized, "login", loginData{Next: localPath(r.PostForm.Get("next")),
+			Message: "Wrong username or password: use the demo credential shown below."})
+		return
+	}
+	sid := rand.Text()
+	s.sessMu.Lock()
+	if s.sessions == nil {
+		s.sessions = map[string]bool{}
+	}
+	s.sessions[sid] = true
+	s.sessMu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: sid, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	redirect(w, http.StatusSeeOther, localPath(r.PostForm.Get("next")))
+}
+
+// signedIn reports whether r carries a session cookie from a sign-in.
+func (s *Site) signedIn(r *http.Request) bool {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return false
+	}
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	return s.sessions[c.Value]
 }
 
 // localPath keeps next only when it is a path on this site.

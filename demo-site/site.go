@@ -41,6 +41,9 @@ type Site struct {
 
 	logMu    sync.Mutex
 	requests []LoggedRequest
+
+	sessMu   sync.Mutex
+	sessions map[string]bool // session cookie values of people signed in with the demo credential
 }
 
 // New builds a site from opts. Two sites with equal options hold equal data.

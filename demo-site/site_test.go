@@ -465,6 +465,57 @@ func TestRedirects(t *testing.T) {
 	}
 }
 
+// TestDemoSignIn: the demo credential, shown on the sign-in page, signs in: a session cookie and a
+// redirect to next; with the cookie the restricted record is served, without it (or with a made-up
+// one) it still sends to sign-in.
+func TestDemoSignIn(t *testing.T) {
+	s := New(Options{})
+	h := s.Handler()
+	_, page := get(t, h, "/login?next=/records/"+RestrictedID)
+	if !strings.Contains(page, "<code>"+DemoUser+"</code>") || !strings.Contains(page, "<code>"+DemoPassword+"</code>") {
+		t.Errorf("the sign-in page does not show the demo credential")
+	}
+	res, _ := do(t, h, http.MethodPost, "/login", url.Values{"username": {DemoUser}, "password": {DemoPassword}, "next": {"/records/" + RestrictedID}})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/records/"+RestrictedID {
+		t.Fatalf("POST /login with the demo credential: %d to %q, want 303 to the record", res.StatusCode, res.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, c := range res.Cookies() {
+		if c.Name == SessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly {
+		t.Fatalf("no HttpOnly session cookie: %v", res.Cookies())
+	}
+	for _, tc := range []struct {
+		name   string
+		cookie *http.Cookie
+		want   int
+	}{
+		{"signed in", cookie, http.StatusOK},
+		{"no cookie", nil, http.StatusFound},
+		{"made-up cookie", &http.Cookie{Name: SessionCookie, Value: "guess"}, http.StatusFound},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/records/"+RestrictedID, nil)
+		if tc.cookie != nil {
+			req.AddCookie(tc.cookie)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: GET the restricted record: %d, want %d", tc.name, rec.Code, tc.want)
+		}
+	}
+	if s.Mutations() != 0 {
+		t.Errorf("a sign-in counted as a mutation")
+	}
+	logged, _ := json.Marshal(s.Requests())
+	if strings.Contains(string(logged), DemoPassword) || strings.Contains(string(logged), cookie.Value) {
+		t.Errorf("Requests() holds the password or the session cookie")
+	}
+}
+
 func TestLogin(t *testing.T) {
 	s := New(Options{})
 	h := s.Handler()
@@ -485,8 +536,11 @@ func TestLogin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, body := do(t, h, http.MethodPost, tt.target, tt.form)
-			if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "disabled on the demo") {
-				t.Errorf("POST %s:\n\tgot  %d\n\twant 401 saying sign-in is disabled", tt.target, res.StatusCode)
+			if res.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Wrong username or password") || res.Header.Get("Set-Cookie") != "" {
+				t.Errorf("POST %s:\n\tgot  %d %q\n\twant 401 saying the credential is wrong, no cookie", tt.target, res.StatusCode, res.Header.Get("Set-Cookie"))
+			}
+			if strings.Contains(body, secret) {
+				t.Errorf("POST %s echoes the password", tt.target)
 			}
 			if s.Mutations() != 0 {
 				t.Errorf("Mutations():\n\tgot  %d\n\twant 0", s.Mutations())

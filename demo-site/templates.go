@@ -128,6 +128,7 @@ var pageSources = map[string]string{
 {{define "content"}}<h1>Sign in</h1>
 {{if .Message}}<p class="error">{{.Message}}</p>
 {{end}}<p>Some records are only available to registry staff.</p>
+<p class="demo-credential">Demo credential (not a secret): username <code>demo</code>, password <code>synthetic-demo</code>.</p>
 <form method="post" action="/login">
 <input type="hidden" name="next" value="{{.Next}}">
 <p><label for="username">Username</label> <input type="text" name="username" id="username" autocomplete="username"></p>

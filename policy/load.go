@@ -70,7 +70,12 @@ type fileSite struct {
 	Origin str   `yaml:"origin"`
 	Read   []str `yaml:"read"`
 	Search str   `yaml:"search"`
-	Line   int   `yaml:"-"`
+	SignIn *struct {
+		Routes  []str `yaml:"routes"`
+		Methods []str `yaml:"methods"`
+		Wait    num   `yaml:"wait_seconds"`
+	} `yaml:"signin"`
+	Line int `yaml:"-"`
 }
 
 type file struct {
@@ -264,6 +269,11 @@ func compile(f *file, name string) (*Policy, error) {
 				s.routes = append(s.routes, r)
 			}
 		}
+		if fs.SignIn != nil {
+			if err := p.compileSignIn(s, fs, key, fail); err != nil {
+				return nil, err
+			}
+		}
 		s.Origin = s.origin
 		p.sites = append(p.sites, *s)
 	}
@@ -307,6 +317,62 @@ func compile(f *file, name string) (*Policy, error) {
 		p.limits.MaxConcurrentRequests = l.V
 	}
 	return p, nil
+}
+
+// Sign-in wait bounds, in seconds: how long a run waits at a sign-in page for a person.
+const (
+	DefaultSignInWait = 180
+	minSignInWait     = 10
+	maxSignInWait     = 900
+)
+
+// compileSignIn validates a site's signin key: the routes a person may submit a sign-in form to
+// while holding a takeover lease, with which methods, and how long a run waits for that person.
+func (p *Policy) compileSignIn(s *site, fs fileSite, key string, fail func(int, string, string, ...any) error) error {
+	si := fs.SignIn
+	key += ".signin"
+	if len(si.Routes) == 0 {
+		return fail(fs.Origin.Line, key+".routes", "at least one sign-in route is required")
+	}
+	s.signin = &signIn{methods: map[string]bool{}, wait: DefaultSignInWait}
+	dup := map[string]int{}
+	for j, pat := range si.Routes {
+		rkey := fmt.Sprintf("%s.routes[%d]", key, j)
+		r, err := compileRoute(pat.V)
+		if err != nil {
+			return fail(pat.Line, rkey, "%v", err)
+		}
+		if strings.ContainsAny(pat.V, "*{?") {
+			return fail(pat.Line, rkey, "sign-in route %q must be an exact path, with no *, {parameter} or query", pat.V)
+		}
+		if k, d := dup[pat.V]; d {
+			return fail(pat.Line, rkey, "route %q is repeated from routes[%d]", pat.V, k)
+		}
+		if u, err := ParseURL(s.origin+pat.V, ""); err == nil {
+			if w, _ := p.findWriteWordSegs(u, splitPath(u.Path())); w != "" {
+				return fail(pat.Line, rkey, "sign-in route %q holds the write word %q and would always be denied", pat.V, w)
+			}
+		}
+		dup[pat.V] = j
+		s.signin.routes = append(s.signin.routes, r)
+		s.SignIn = append(s.SignIn, pat.V)
+	}
+	if len(si.Methods) == 0 {
+		return fail(fs.Origin.Line, key+".methods", "at least one method is required, e.g. [POST]")
+	}
+	for j, m := range si.Methods {
+		if m.V != "POST" {
+			return fail(m.Line, fmt.Sprintf("%s.methods[%d]", key, j), "method %q: only POST may be named (reads are GET, under read)", m.V)
+		}
+		s.signin.methods[m.V] = true
+	}
+	if w := si.Wait; w.Set {
+		if w.V < minSignInWait || w.V > maxSignInWait {
+			return fail(w.Line, key+".wait_seconds", "%d is out of range %d..%d", w.V, minSignInWait, maxSignInWait)
+		}
+		s.signin.wait = w.V
+	}
+	return nil
 }
 
 // compileOrigin parses "scheme://host[:port]" exactly: http or https, no userinfo, no path other

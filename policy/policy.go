@@ -40,6 +40,9 @@ const (
 	ReasonWriteMethod = "write method"
 	ReasonWriteWord   = "write word in url"
 	ReasonTooLong     = "url too long"
+	// ReasonSignIn allows a request to a site's sign-in route; only DecideSignIn gives it, and
+	// callers ask only while a person holds a takeover lease.
+	ReasonSignIn = "sign-in route under lease"
 	// ReasonUnsafeSegment: a path segment that a server could read as more than one segment, or
 	// as a dot segment (an encoded / or \, a ; parameter, "." or ".." after decoding).
 	ReasonUnsafeSegment = "unsafe path segment"
@@ -105,6 +108,8 @@ type Site struct {
 	Origin string   // canonical scheme://host[:port]
 	Read   []string // route patterns as written
 	Search string   // search template, "" when the site has none
+	// SignIn lists the sign-in routes as written; nil when the site names none.
+	SignIn []string
 }
 
 // Policy is a validated, immutable policy. It is safe for concurrent use.
@@ -123,7 +128,15 @@ type site struct {
 	origin       string
 	routes       []route
 	search       string // search template path+query, "" when none
+	signin       *signIn
 	Site
+}
+
+// signIn is a site's compiled signin key.
+type signIn struct {
+	routes  []route
+	methods map[string]bool
+	wait    int // seconds
 }
 
 // URL is a URL parsed the way a browser parses it. It holds the parsed components only.
@@ -367,6 +380,63 @@ func writeDecision(d Decision, w, where string) Decision {
 	return d
 }
 
+// DecideSignIn decides a write to a site's sign-in route: allowed only when the method is one the
+// site names under signin, the URL's scheme, host and port are exactly the site's, its path matches
+// a sign-in route exactly, it has no user name or password and no write word. It knows nothing of
+// leases: a caller asks only while a person holds one, and otherwise decides with DecideURL, under
+// which such a request stays a write and is denied.
+func (p *Policy) DecideSignIn(method string, u *URL) Decision {
+	d := Decision{URL: u.String(), Reason: ReasonNoRule}
+	method = strings.ToUpper(method)
+	if u.HasUserinfo() {
+		d.Reason = ReasonUserinfo
+		return d
+	}
+	host := normalizeHost(u.Host())
+	segs := splitPath(u.Path())
+	for i := range p.sites {
+		s := &p.sites[i]
+		if s.signin == nil || s.host != host || s.scheme != u.Scheme() || s.port != u.Port() {
+			continue
+		}
+		if !s.signin.methods[method] {
+			d.Rule, d.Reason = "method "+method, ReasonWriteMethod
+			return d
+		}
+		if w, where := p.findWriteWordSegs(u, segs); w != "" {
+			d.Rule, d.Reason = fmt.Sprintf("write word %q in %s", w, where), ReasonWriteWord
+			return d
+		}
+		for k, seg := range segs {
+			if why := unsafeSegment(seg); why != "" {
+				d.Rule, d.Reason = fmt.Sprintf("path segment %d %s", k+1, why), ReasonUnsafeSegment
+				return d
+			}
+		}
+		for j, r := range s.signin.routes {
+			if r.match(segs) {
+				d.Verdict, d.Rule, d.Reason = Allow, s.origin+" signin "+s.SignIn[j], ReasonSignIn
+				return d
+			}
+		}
+	}
+	return d
+}
+
+// SignInWait is how long a run that reached a sign-in page on u's site waits for a person, in
+// seconds: the site's signin.wait_seconds, or DefaultSignInWait. ok is false when the site names
+// no sign-in routes (the run then ends at once, as it always has).
+func (p *Policy) SignInWait(u *URL) (seconds int, ok bool) {
+	host := normalizeHost(u.Host())
+	for i := range p.sites {
+		s := &p.sites[i]
+		if s.signin != nil && s.host == host && s.scheme == u.Scheme() && s.port == u.Port() {
+			return s.signin.wait, true
+		}
+	}
+	return 0, false
+}
+
 // DecideRedirect decides a redirect Location, resolved against the URL that sent it, as a new
 // GET navigation.
 func (p *Policy) DecideRedirect(current, location string) (Decision, error) {
@@ -396,7 +466,8 @@ func (p *Policy) Limits() Limits { return p.limits }
 func (p *Policy) Sites() []Site {
 	out := make([]Site, len(p.sites))
 	for i, s := range p.sites {
-		out[i] = Site{Origin: s.origin, Read: append([]string(nil), s.Read...), Search: s.Search}
+		out[i] = Site{Origin: s.origin, Read: append([]string(nil), s.Read...), Search: s.Search,
+			SignIn: append([]string(nil), s.SignIn...)}
 	}
 	return out
 }

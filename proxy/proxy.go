@@ -63,6 +63,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/browser-agent/browser-agent/policy"
@@ -121,6 +122,10 @@ type Proxy struct {
 	done  chan struct{} // closed by Close
 
 	budget *budget // the run's bytes (budget.go)
+
+	// signInLease is set while a person holds a takeover lease on the run's browser (SetSignInLease):
+	// only then may a request write, and only to a sign-in route the policy names.
+	signInLease atomic.Bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -327,6 +332,15 @@ func (p *Proxy) NoteBrowserAllowed(method, rawURL string) {
 	}
 }
 
+// MaxSignInBody is the longest request body a sign-in write may carry.
+const MaxSignInBody = 64 << 10
+
+// SetSignInLease tells the proxy whether a person holds a takeover lease on the run's browser.
+// While held, a write to a sign-in route the policy names (policy.DecideSignIn) is forwarded with
+// its body; every other write, and every write while not held, is refused as before. The caller
+// is the serve layer; nothing the model or the page does reaches it.
+func (p *Proxy) SetSignInLease(held bool) { p.signInLease.Store(held) }
+
 // Close stops the proxy: the listener, every client connection and tunnel, and idle upstream
 // connections. It returns after every in-flight request has ended and its decision was recorded.
 func (p *Proxy) Close() error {
@@ -432,15 +446,34 @@ func (p *Proxy) serveURL(ctx context.Context, w http.ResponseWriter, r *http.Req
 		p.refuse(w, rec, http.StatusForbidden, ReasonUpgrade, "upgrade "+bound(r.Header.Get("Upgrade"), 32), note)
 		return
 	}
+	var d policy.Decision
+	body := io.Reader(http.NoBody)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		p.refuse(w, rec, http.StatusForbidden, policy.ReasonWriteMethod, "method "+rec.Method, note)
-		return
-	}
-	if r.ContentLength != 0 {
+		// A write: only to a sign-in route, and only while a person holds the lease.
+		if !p.signInLease.Load() {
+			p.refuse(w, rec, http.StatusForbidden, policy.ReasonWriteMethod, "method "+rec.Method, note)
+			return
+		}
+		if d = p.pol.DecideSignIn(r.Method, u); !d.Allowed() {
+			p.refuse(w, rec, http.StatusForbidden, d.Reason, d.Rule, note)
+			return
+		}
+		if r.ContentLength < 0 || r.ContentLength > MaxSignInBody {
+			p.refuse(w, rec, http.StatusForbidden, ReasonBody, "sign-in body longer than the cap", note)
+			return
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, MaxSignInBody+1))
+		if err != nil || int64(len(b)) != r.ContentLength {
+			p.refuse(w, rec, http.StatusForbidden, ReasonBody, "sign-in body unreadable", note)
+			return
+		}
+		body = bytes.NewReader(b)
+	} else if r.ContentLength != 0 {
 		p.refuse(w, rec, http.StatusForbidden, ReasonBody, "body on "+r.Method, note)
 		return
+	} else {
+		d = p.pol.DecideURL(r.Method, u)
 	}
-	d := p.pol.DecideURL(r.Method, u)
 	if !d.Allowed() {
 		p.refuse(w, rec, http.StatusForbidden, d.Reason, d.Rule, note)
 		return
@@ -489,8 +522,11 @@ func (p *Proxy) serveURL(ctx context.Context, w http.ResponseWriter, r *http.Req
 		Proto:      "HTTP/1.1",
 		ProtoMajor: 1,
 		ProtoMinor: 1,
-		Body:       http.NoBody,
+		Body:       io.NopCloser(body),
 	}).WithContext(ctx)
+	if body != http.NoBody {
+		out.ContentLength = r.ContentLength
+	}
 	resp, err := tr.RoundTrip(out)
 	if err != nil {
 		p.upstreamFailed(w, rec, err)

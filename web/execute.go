@@ -62,6 +62,9 @@ type RunSpec struct {
 	Options []coordinator.Option
 	// Frames captures the live view: one screenshot after each step, when the browser can take it.
 	Frames bool
+	// SignIn, when set, is asked when a page holds a credential field: it waits for a person to
+	// take over the run's browser (serve). Without it the run ends human_action_required.
+	SignIn func(ctx context.Context, b coordinator.Browser, url string) (coordinator.Takeover, bool)
 }
 
 // Execute runs one task the way the command line does: reject a bad task or model before any
@@ -114,6 +117,15 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 		}
 	}
 	opts := append(append([]coordinator.Option(nil), spec.Options...), coordinator.WithProgress(progress))
+	var browser coordinator.Browser
+	if spec.SignIn != nil {
+		opts = append(opts, coordinator.WithSignIn(func(ctx context.Context, url string) (coordinator.Takeover, bool) {
+			if browser == nil {
+				return coordinator.Takeover{}, false
+			}
+			return spec.SignIn(ctx, browser, url)
+		}))
+	}
 	c := coordinator.New(spec.Policy, opts...)
 	ra := coordinator.RunArgs{Task: spec.Task, Preset: spec.Preset.Name, ModelName: spec.ModelName, EndOnDenial: spec.Preset.Simulated}
 	if spec.Policy == nil {
@@ -147,6 +159,7 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 		}
 		emit(Moment{AtMS: at(), Phase: PhaseReady})
 		shots, _ = b.(screenshotter)
+		browser = b
 		desc = describeBrowser(b)
 		return b, closer, nil
 	}

@@ -36,6 +36,8 @@ type RunInfo struct {
 	Simulated bool          `json:"simulated"`
 	Model     string        `json:"model"`
 	Recorded  *RecordedInfo `json:"recorded,omitempty"` // set when a recorded run plays instead of a live one
+	// Takeover is set while the run waits at a sign-in page for its visitor (StateWaiting).
+	Takeover *TakeoverInfo `json:"takeover,omitempty"`
 }
 
 // RecordedInfo labels a recorded run played in place of a live one.
@@ -109,11 +111,13 @@ type run struct {
 	fj      FrameJSON
 	result  *ResultJSON
 	done    bool
+
+	to *takeover // the sign-in handoff (takeover.go)
 }
 
 func newRun(id, visitor string, created time.Time, info RunInfo) *run {
 	info.ID = id
-	return &run{id: id, visitor: visitor, created: created, info: info, changed: make(chan struct{})}
+	return &run{to: &takeover{}, id: id, visitor: visitor, created: created, info: info, changed: make(chan struct{})}
 }
 
 // emitLocked appends an event and wakes the streams. r.mu is held.

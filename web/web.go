@@ -642,7 +642,7 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		size := 0
 		res, browser := Execute(ctx, RunSpec{
 			Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
-			Launch: s.launch, Options: opts, Frames: s.frames,
+			Launch: s.launch, Options: opts, Frames: s.frames, SignIn: s.signInFunc(r),
 		}, func(m Moment) {
 			if size += len(m.Frame); size <= maxRecentSize && m.Phase == "" {
 				timeline = append(timeline, m)

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"github.com/browser-agent/browser-agent/web"
 	"io"
 	"os"
 
@@ -88,3 +89,6 @@ func readRoots(file string) ([]*x509.Certificate, error) {
 	}
 	return out, nil
 }
+
+// The run's browser supports serve's sign-in takeover.
+var _ web.TakeoverBrowser = (*guarded.Browser)(nil)

@@ -157,3 +157,19 @@ func (g *Browser) Proxy() *proxy.Proxy { return g.proxy }
 func (g *Browser) Close() error {
 	return errors.Join(g.Session.Close(), g.proxy.Close())
 }
+
+// SetSignInLease sets the sign-in lease on both layers: the bridge (the page may submit to a
+// sign-in route the policy names) and the egress proxy (it forwards that write). Only the serve
+// layer calls it, for the person who holds a takeover lease; it is not a coordinator.Browser
+// method, so no tool reaches it.
+func (g *Browser) SetSignInLease(held bool) {
+	// Open the network layer last and close it first: neither layer ever allows alone a write the
+	// other would not.
+	if held {
+		g.Session.SetSignInLease(true)
+		g.proxy.SetSignInLease(true)
+		return
+	}
+	g.proxy.SetSignInLease(false)
+	g.Session.SetSignInLease(false)
+}

@@ -1,5 +1,6 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
+import { showTakeover } from "./takeover.js";
 import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError, plural, runsLeftText } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -117,7 +118,9 @@ function showInfo(info) {
   const st = $("run-state");
   if (info.state === "queued") st.textContent = "Waiting for a free slot: number " + info.place + " in line.";
   else if (info.state === "running") st.textContent = info.recorded ? "Playing the recorded run…" : "Running…";
+  else if (info.state === "waiting_for_human") st.textContent = "Paused at a sign-in page, waiting for a person.";
   else st.textContent = "";
+  showTakeover(current.id, info, !current.spectator && !info.recorded);
   st.dataset.state = info.state;
 }
 

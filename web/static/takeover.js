@@ -1,0 +1,112 @@
+// takeover.js is the sign-in handoff on the live view: while a run waits at a sign-in page, the
+// visitor who started it may take over. Their view of the page (frames only they can fetch) takes
+// clicks and keys, sent as input events to that one page: no navigation, no script, no other tab.
+// Spectators see only the banner saying who is in control.
+
+const $ = (id) => document.getElementById(id);
+const KEYS = new Set(["Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"]);
+
+let state = null; // { id, held, timer, url }
+
+async function post(id, what, body) {
+  const r = await fetch("/api/runs/" + encodeURIComponent(id) + "/" + what, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {}),
+  });
+  if (!r.ok && r.status !== 204) {
+    let msg = r.status + "";
+    try { msg = (await r.json()).error || msg; } catch (e) { /* not JSON */ }
+    throw new Error(msg);
+  }
+}
+
+function stopFrames() {
+  if (state && state.timer) clearInterval(state.timer);
+  if (state && state.url) URL.revokeObjectURL(state.url);
+  if (state) { state.timer = null; state.url = null; }
+  const img = $("takeover-frame");
+  img.hidden = true;
+  img.removeAttribute("src");
+}
+
+async function refresh() {
+  if (!state || !state.held) return;
+  const r = await fetch("/api/runs/" + encodeURIComponent(state.id) + "/takeover/frame", { cache: "no-store" });
+  if (!r.ok) { if (r.status === 409) ended("Your lease ended (idle or at its maximum); the agent continues."); return; }
+  const url = URL.createObjectURL(await r.blob());
+  const img = $("takeover-frame");
+  if (state.url) URL.revokeObjectURL(state.url);
+  state.url = url;
+  img.src = url;
+  img.hidden = false;
+}
+
+function ended(msg) {
+  if (state) state.held = false;
+  stopFrames();
+  $("takeover-release").hidden = true;
+  $("takeover-start").hidden = true;
+  $("takeover-note").textContent = msg;
+}
+
+// Inputs go one at a time, in the order they were made.
+let queue = Promise.resolve();
+function send(input) {
+  if (!state || !state.held) return;
+  const id = state.id;
+  queue = queue.then(async () => {
+    try { await post(id, "input", input); } catch (e) { $("takeover-note").textContent = "Input not taken: " + e.message; }
+  });
+  queue.then(() => setTimeout(refresh, 150));
+}
+
+// showTakeover updates the panel from the run's info. mine is false for a spectator.
+export function showTakeover(id, info, mine) {
+  const box = $("takeover");
+  const t = info && info.state === "waiting_for_human" ? info.takeover : null;
+  if (!t) {
+    if (state && state.id === id && state.held) ended("The agent has the browser again: it continues in the same session.");
+    box.hidden = !state || state.id !== id;
+    return;
+  }
+  if (!state || state.id !== id) state = { id, held: false, timer: null, url: null };
+  box.hidden = false;
+  $("takeover-banner").textContent = t.banner;
+  const until = new Date(t.wait_until);
+  $("takeover-start").hidden = !mine || t.held || state.held;
+  $("takeover-note").textContent = !mine ? "Only the visitor who started this run can take over; their screen is not shown to others."
+    : t.held ? "" : "The agent reached a sign-in page and is paused; it sees nothing of this page. Take over before " +
+      until.toLocaleTimeString() + " to sign in with the demo credential shown on the page, then hand back.";
+}
+
+$("takeover-start").addEventListener("click", async () => {
+  if (!state) return;
+  try {
+    await post(state.id, "takeover");
+  } catch (e) { $("takeover-note").textContent = "Take over refused: " + e.message; return; }
+  state.held = true;
+  $("takeover-start").hidden = true;
+  $("takeover-release").hidden = false;
+  $("takeover-note").textContent = "You are in control. Click into the page and type; the agent is paused and never sees your typing.";
+  await refresh();
+  state.timer = setInterval(refresh, 1000);
+  $("takeover-frame").focus();
+});
+
+$("takeover-release").addEventListener("click", async () => {
+  if (!state) return;
+  await queue; // what was typed reaches the page before the agent gets it back
+  try { await post(state.id, "release"); } catch (e) { /* the lease may have ended already */ }
+  ended("Handed back: the agent continues in the same browser.");
+});
+
+$("takeover-frame").addEventListener("click", (e) => {
+  const r = e.target.getBoundingClientRect();
+  send({ kind: "click", x: (e.clientX - r.left) / r.width, y: (e.clientY - r.top) / r.height });
+  e.target.focus();
+});
+
+$("takeover-frame").addEventListener("keydown", (e) => {
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  if (KEYS.has(e.key)) { e.preventDefault(); send({ kind: "key", key: e.key === "Tab" && e.shiftKey ? "Shift+Tab" : e.key }); return; }
+  if (e.key.length === 1) { e.preventDefault(); send({ kind: "text", text: e.key }); }
+});
