@@ -399,10 +399,6 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 		if err != nil {
 			return refusedArgs(call.Name, err.Error())
 		}
-		u, err := r.c.pol.SearchURL(q)
-		if err != nil {
-			return refused(call.Name, LayerPolicy, "", ReasonNoSearchRoute)
-		}
 		if r.res.RecordID == "" {
 			// A session (browser-agent mcp) has no task: its record is the first record identifier
 			// it searches for, alone and well formed; every later search and filled route is held
@@ -410,6 +406,10 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 			if t, err := policy.ParseTask(q); err == nil && strings.EqualFold(strings.TrimSpace(q), t.RecordID) {
 				r.res.RecordID = t.RecordID
 			}
+		}
+		u, err := r.c.pol.SearchURL(q)
+		if err != nil {
+			return refused(call.Name, LayerPolicy, "", ReasonNoSearchRoute)
 		}
 		// The query is what the policy allows a search for: the task's record identifier. Any
 		// other string (the task's words, page text) could carry data out in the request. The

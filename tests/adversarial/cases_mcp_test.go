@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"io"
 	"os"
 	"os/exec"
@@ -36,14 +37,8 @@ var mcpAlways = []string{"websocket", "websocket from worker", "password field",
 // mcpNotApplicable are cases whose claim is about the run's task, which an MCP session does not
 // have: "record id of another record" answers about SYN-0043 with SYN-0043's own evidence, which
 // is a backed answer when no task names SYN-0042.
-//
-// The last five do not yet hold through MCP after issue 11's URL provenance and issue 10's
-// certificate reason met the session (no task, so no record before the first search): the guarded
-// session never reaches the hostile page, or the reason is not carried to the session's result.
-// They pass through run; making them hold through MCP is open work, named in the session note.
-var mcpNotApplicable = []string{"record id of another record",
-	"upstream certificate not verified", "source on canary", "encoded slash in a route parameter",
-	"removed in a declared parameter", "parameter on a record route"}
+
+var mcpNotApplicable = []string{"record id of another record"}
 
 // mcpCases picks the cases driven through MCP: up to mcpPerFamily of every family, spread over its
 // table, plus mcpAlways.
@@ -140,6 +135,26 @@ func runMCP(t *testing.T, e *env) guarded {
 	var s struct{ Steps []scriptStep }
 	if err := json.Unmarshal([]byte(e.script()), &s); err != nil {
 		t.Fatalf("script: %v", err)
+	}
+	// A session has no task: the client first searches for the task's record, which binds the
+	// session to it as a run is bound to its task (open_url then opens the record's own routes).
+	// The site hits of that search do not count as the case reaching the hostile site.
+	task := e.c.Task
+	if task == "" {
+		task = "Look up SYN-0042"
+	}
+	if pt, err := policy.ParseTask(task); err == nil {
+		q, _ := json.Marshal(map[string]string{"query": pt.RecordID})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_site", Arguments: json.RawMessage(q)})
+		fmt.Fprintf(&transcript, "call search_site %s (binds the session to the task's record)\n", q)
+		if err == nil && res != nil {
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					transcript.WriteString(tc.Text + "\n")
+				}
+			}
+		}
+		e.siteHits.Store(0)
 	}
 	for _, st := range s.Steps {
 		name, args := st.Call, st.Args
