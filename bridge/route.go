@@ -195,28 +195,7 @@ func (f *fetcher) doWrite(ctx context.Context, s *Session, method, rawURL string
 	if int64(len(body)) > maxSignInBody {
 		return nil, fmt.Errorf("method %s refused: body longer than %d bytes", method, maxSignInBody)
 	}
-	u, err := exactURL(rawURL, f.tr.Proxy != nil)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, rawURL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.URL = u
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if reason := proxyReason(resp.Header.Get(headerProxyError)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
-		resp.Body.Close()
-		return nil, &EgressError{Host: u.Host, Status: resp.StatusCode, Reason: reason}
-	}
-	return resp, nil
+	return f.send(ctx, method, rawURL, hdr, bytes.NewReader(body))
 }
 
 // maxSignInBody is the longest body a sign-in write may carry.
@@ -228,11 +207,18 @@ func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header
 		// send a write through the fetcher.
 		return nil, fmt.Errorf("method %s refused", method)
 	}
+	return f.send(ctx, method, rawURL, hdr, nil)
+}
+
+// send makes one request with exactly the decided path and query, never following a redirect. A
+// refusal or failure of the egress proxy itself is an *EgressError. Callers decide the method
+// first: do for reads, doWrite for a sign-in write under a lease.
+func (f *fetcher) send(ctx context.Context, method, rawURL string, hdr http.Header, body io.Reader) (*http.Response, error) {
 	u, err := exactURL(rawURL, f.tr.Proxy != nil)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, rawURL, nil)
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, body)
 	if err != nil {
 		return nil, err
 	}

@@ -237,15 +237,7 @@ var (
 func TestAdversarialMCP(t *testing.T) {
 	start := time.Now()
 	cases := mcpCases(t)
-	if filter := os.Getenv("ADVERSARIAL_ONLY"); filter != "" {
-		var keep []*tcase
-		for _, c := range cases {
-			if strings.Contains(c.Family+"/"+c.Name, filter) {
-				keep = append(keep, c)
-			}
-		}
-		cases = keep
-	}
+	cases = only(cases)
 	t.Run("case", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Family+"/"+c.Name, func(t *testing.T) {

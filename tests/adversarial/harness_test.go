@@ -756,15 +756,7 @@ func allCases(t *testing.T) []*tcase {
 func TestAdversarial(t *testing.T) {
 	start := time.Now()
 	cases := allCases(t)
-	if filter := os.Getenv("ADVERSARIAL_ONLY"); filter != "" {
-		var keep []*tcase
-		for _, c := range cases {
-			if strings.Contains(c.Family+"/"+c.Name, filter) {
-				keep = append(keep, c)
-			}
-		}
-		cases = keep
-	}
+	cases = only(cases)
 	t.Run("case", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Family+"/"+c.Name, func(t *testing.T) {
@@ -775,6 +767,21 @@ func TestAdversarial(t *testing.T) {
 	})
 	summary(t)
 	t.Logf("%d cases in %s", len(cases), time.Since(start).Round(time.Second))
+}
+
+// only keeps the cases whose family/name contains $ADVERSARIAL_ONLY, when it is set.
+func only(cases []*tcase) []*tcase {
+	filter := os.Getenv("ADVERSARIAL_ONLY")
+	if filter == "" {
+		return cases
+	}
+	var keep []*tcase
+	for _, c := range cases {
+		if strings.Contains(c.Family+"/"+c.Name, filter) {
+			keep = append(keep, c)
+		}
+	}
+	return keep
 }
 
 // TestCaseTable checks the table itself: enough cases, unique names, several per family.
