@@ -1,5 +1,5 @@
 // render.js builds the DOM of steps and results for the live-demo page and the Chrome side panel.
-// The side panel ships an identical copy (extension/render.js); a test keeps them equal.
+// The side panel ships it unchanged: go generate ./web (make build) writes extension/render.js from it.
 // Everything from the server is set with textContent, never as HTML.
 
 export function el(tag, attrs, ...children) {
