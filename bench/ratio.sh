@@ -10,12 +10,14 @@
 #   lookup http   guarded/plain   (BenchmarkLookup/settle=default)
 #   lookup https  guarded/plain   (BenchmarkLookupHTTPS)
 #   cold start    agent/plain     (BenchmarkColdStart: browser-agent run --preset lookup vs
-#                                  bench/plaincold, medians of ITER interleaved processes)
+#                                  bench/plaincold, medians of COLD_ITER interleaved processes)
+# COUNT (5), ITER (5) and COLD_ITER (ITER) set the sizes.
 # Raw output goes to .state/bench-ratio.txt. Needs BROWSER_AGENT_DRIVER_DIR (or scripts/setup).
 set -eu
 cd "$(dirname "$0")/.."
 COUNT=${COUNT:-5}
 ITER=${ITER:-5}
+COLD_ITER=${COLD_ITER:-$ITER}
 out=.state/bench-ratio.txt
 mkdir -p .state
 : >"$out"
@@ -42,7 +44,7 @@ runs() {
 l0=$(load)
 go test ./bench -run '^$' -bench 'Lookup(HTTPS)?$/settle=default' -benchtime "${ITER}x" -count "$COUNT" -timeout 90m | tee -a "$out"
 l1=$(load)
-go test ./bench -run '^$' -bench 'ColdStart' -benchtime "${ITER}x" -count 1 -timeout 60m | tee -a "$out"
+go test ./bench -run '^$' -bench 'ColdStart' -benchtime "${COLD_ITER}x" -count 1 -timeout 60m | tee -a "$out"
 l2=$(load)
 
 echo
