@@ -194,10 +194,7 @@ type LimitsJSON struct {
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	live, why := s.liveReadOnly(r)
-	s.mu.Lock()
-	running := min(s.live, s.limits.Concurrent)
-	queued := s.live - running
-	s.mu.Unlock()
+	running, queued := s.adm.running(s.limits.Concurrent)
 	l := s.limits
 	left, back := s.runsLeft(s.visitor(r))
 	backS := 0
@@ -386,24 +383,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	visitor := s.visitor(r)
-	s.mu.Lock()
-	if s.streams >= s.limits.Streams || s.vstreams[visitor] >= s.limits.VisitorStream {
-		s.mu.Unlock()
+	done, ok := s.streams.take(visitor, s.limits.Streams, s.limits.VisitorStream)
+	if !ok {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "too many open event streams", map[string]any{"retry_after": 5})
 		return
 	}
-	s.streams++
-	s.vstreams[visitor]++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.streams--
-		if s.vstreams[visitor]--; s.vstreams[visitor] <= 0 {
-			delete(s.vstreams, visitor)
-		}
-		s.mu.Unlock()
-	}()
+	defer done()
 
 	n := 0
 	if id, err := strconv.Atoi(r.Header.Get("Last-Event-ID")); err == nil && id > 0 {

@@ -35,9 +35,9 @@ func (s *Server) restore() error {
 	}
 	for _, v := range visits {
 		if v.Live {
-			s.visits[v.Visitor] = append(s.visits[v.Visitor], v.At)
+			s.adm.visits[v.Visitor] = append(s.adm.visits[v.Visitor], v.At)
 		} else {
-			s.played[v.Visitor] = append(s.played[v.Visitor], v.At)
+			s.adm.played[v.Visitor] = append(s.adm.played[v.Visitor], v.At)
 		}
 	}
 	queued, err := s.visitLog.Queued(ctx)
@@ -47,13 +47,11 @@ func (s *Server) restore() error {
 	for _, q := range queued {
 		r := newRun(q.ID, q.Visitor, q.QueuedAt, RunInfo{Preset: q.Preset, Model: s.modelName})
 		r.finish(errorResult(r.snapshot().RunInfo, now.UTC(), WhyRestarted))
-		s.runs[r.id] = r
-		s.order = append(s.order, r.id)
+		s.reg.add(r, s.limits.KeepRuns)
 		if err := s.visitLog.Dequeue(ctx, q.ID); err != nil {
 			return err
 		}
 	}
-	s.evictLocked()
 	return nil
 }
 
