@@ -20,12 +20,18 @@ import (
 // take over (POST /api/runs/{id}/takeover) and sign in.
 const StateWaiting = "waiting_for_human"
 
-// Lease times: a lease ends when its holder sends nothing for LeaseIdle, and at LeaseMax in any
-// case. Variables so that tests can shorten them.
-var (
-	LeaseIdle = 60 * time.Second
-	LeaseMax  = 5 * time.Minute
+// Lease times by default: a lease ends when its holder sends nothing for DefaultLeaseIdle (input
+// renews it), and DefaultLeaseMax after it was taken in any case. WithLease sets others.
+const (
+	DefaultLeaseIdle = 60 * time.Second
+	DefaultLeaseMax  = 5 * time.Minute
 )
+
+// WithLease sets how long a takeover lease lasts without input (idle) and at most (max, however
+// active its holder). Values below a second, and an idle longer than max, are refused by New.
+func WithLease(idle, max time.Duration) Option {
+	return func(s *Server) { s.leaseIdle, s.leaseMax = idle, max }
+}
 
 // TakeoverBrowser is what a sign-in takeover needs of a run's browser: *guarded.Browser has it.
 // None of it is a coordinator.Browser method: the model's tools cannot reach it.
@@ -167,6 +173,30 @@ func (s *Server) takeoverRun(w http.ResponseWriter, r *http.Request) (*run, stri
 	return run, v, true
 }
 
+// TakeoverStatusJSON is GET /api/runs/{id}/takeover: whether the asking visitor is the one who
+// may take over the run (a page following a link to someone else's run is a spectator), and the
+// run's takeover state.
+type TakeoverStatusJSON struct {
+	Yours   bool `json:"yours"`
+	Waiting bool `json:"waiting"`
+	Held    bool `json:"held"`
+}
+
+// takeoverStatus is GET /api/runs/{id}/takeover.
+func (s *Server) takeoverStatus(w http.ResponseWriter, r *http.Request) {
+	run := s.lookup(r.PathValue("id"))
+	if run == nil {
+		writeError(w, http.StatusNotFound, "no such run", nil)
+		return
+	}
+	t := run.to
+	t.mu.Lock()
+	st := TakeoverStatusJSON{Yours: s.visitor(r) == run.visitor, Waiting: t.b != nil, Held: t.b != nil && t.holder != ""}
+	t.mu.Unlock()
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, st)
+}
+
 // takeoverStart is POST /api/runs/{id}/takeover: the run's visitor takes the lease.
 func (s *Server) takeoverStart(w http.ResponseWriter, r *http.Request) {
 	run, v, ok := s.takeoverRun(w, r)
@@ -185,7 +215,7 @@ func (s *Server) takeoverStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "the lease is already held", nil)
 		return
 	}
-	t.holder, t.started, t.expires, t.hardEnd, t.clicks, t.keys = v, now, now.Add(LeaseIdle), now.Add(LeaseMax), 0, 0
+	t.holder, t.started, t.expires, t.hardEnd, t.clicks, t.keys = v, now, now.Add(s.leaseIdle), now.Add(s.leaseMax), 0, 0
 	t.b.SetSignInLease(true)
 	t.mu.Unlock()
 	run.setState(StateWaiting, 0, func(i *RunInfo) {
@@ -194,7 +224,7 @@ func (s *Server) takeoverStart(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	s.logf("web: run %s: a person took over", run.id)
-	writeJSON(w, http.StatusOK, map[string]any{"held": true, "idle_seconds": int(LeaseIdle / time.Second), "max_seconds": int(LeaseMax / time.Second)})
+	writeJSON(w, http.StatusOK, map[string]any{"held": true, "idle_seconds": int(s.leaseIdle / time.Second), "max_seconds": int(s.leaseMax / time.Second)})
 }
 
 // takeoverRelease is POST /api/runs/{id}/release: the holder hands the browser back.
@@ -272,7 +302,11 @@ func (s *Server) takeoverInput(w http.ResponseWriter, r *http.Request) {
 		t.keys += len([]rune(in.Text))
 	}
 	if now := s.clock(); t.holder == v {
-		t.expires = now.Add(LeaseIdle)
+		// Activity renews the idle expiry, never past the hard maximum.
+		t.expires = now.Add(s.leaseIdle)
+		if t.expires.After(t.hardEnd) {
+			t.expires = t.hardEnd
+		}
 	}
 	t.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
