@@ -468,7 +468,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	if err := json.Unmarshal(res.Result.Value, &rr); err != nil {
 		return nil, fmt.Errorf("reader result: %w", err)
 	}
-	if mode == "layout" {
+	if mode == "layout" || mode == "scroll" {
 		rr.Layout = res.Result.Value
 	}
 	return &rr, nil
@@ -561,7 +561,7 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 		return nil, why, nil
 	}
 	reads := map[string]*rawRead{}
-	var why, unproven string
+	var why string
 	// Visibility by rendering (visibility.go), for every frame: the page stays frozen from the
 	// layout to the end of the reads, so that the reads walk the runs the shots judged.
 	var verdicts map[string][]int
@@ -578,10 +578,9 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 		job, err := s.pixelVerdicts(pctx, v)
 		cancel()
 		if err != nil {
-			unproven = "visibility by rendering stopped: " + err.Error()
-			s.cfg.logf("bridge: %s (the runs not decided are withheld)", unproven)
+			s.cfg.logf("bridge: visibility by rendering stopped: %v (the runs not reached are decided by styles)", err)
 		}
-		verdicts = job.verdictsOf()
+		verdicts = job.verdictsOf(err != nil)
 	}
 	var read func(frame string, depth int) error
 	read = func(frame string, depth int) error {
@@ -649,10 +648,7 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 		snap.withheld += rr.Withheld
 	}
 	if snap.withheld > 0 {
-		snap.unproven = unproven
-		if snap.unproven == "" {
-			snap.unproven = "not shown by rendering (beyond what the shots could show)"
-		}
+		snap.unproven = "not shown by rendering: still hidden after scrolling, in a frame drawn transformed, or past the bound of scroll passes"
 	}
 	var links []rawLink
 	snap.text = s.assemble(mainID, reads, &links, &snap.fields, 0)

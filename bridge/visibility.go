@@ -35,10 +35,12 @@ import (
 // at most maxBandH px. Scroll positions the passes changed are left as they are.
 //
 // Fail closed: a run that no pass decided (still not shown after its pass, in a frame whose
-// owner is drawn transformed, in a frame that changed between passes, or left when the pixel
-// phase ran out of maxPixelTime) is not read, and the read's result says how many were
-// withheld and why. There is no fallback to style checks: the reader's paint heuristics
-// (paintVisible) run only when the operator turns pixels off (an option for benchmarks).
+// owner is drawn transformed, in a frame that changed between passes) is not read, and the
+// read's result says how many were withheld and why. One exception, a known gap: when the pixel
+// phase stops (out of maxPixelTime, as on a page of 50 000 px under load, where each shot beyond
+// the viewport costs a relayout of the whole page), the runs it did not reach are decided by the
+// reader's paint heuristics (paintVisible), as before; withholding them left long pages
+// unreadable. The heuristics also run when the operator turns pixels off (for benchmarks).
 // Whatever hides text (colour on a same-colour gradient, text drawn only by a shadow or stroke
 // in the background colour, nested or filtered opacity, clip paths, masks, blend modes, an
 // overlay on top) leaves no drawn pixel.
@@ -95,6 +97,10 @@ const (
 	runHidden    = 0
 	runVisible   = 1
 	runUndecided = 2 // not proven visible: withheld
+	// runByStyle: not reached before the pixel phase stopped (out of time on a long page): the
+	// reader's paint heuristics decide. KNOWN GAP (issue 12): a page slow enough to render
+	// chooses the weaker check for the runs the phase did not reach.
+	runByStyle = 3
 )
 
 // layoutRead is the reader's answer in layout mode.
@@ -104,6 +110,7 @@ type layoutRead struct {
 	CapW     float64           `json:"capW"`
 	CapH     float64           `json:"capH"`
 	Revealed bool              `json:"revealed"`
+	View     [4]float64        `json:"view"` // scroll x, y, viewport width, height
 	Owners   []struct {
 		ID string  `json:"id"`
 		X  float64 `json:"x"`
@@ -130,17 +137,29 @@ type pixelJob struct {
 	order  []string // frames laid out, parents first
 	shots  int      // screenshots taken
 	passes int
+	view   [4]float64 // the main frame's scroll position and viewport
+}
+
+// remote says whether frame is drawn by another renderer than the main frame's.
+func (j *pixelJob) remote(f *frameRuns) bool { return j.v.owner[f.id] != j.v.owner[j.v.mainID] }
+
+// inView says whether box is inside the main frame's viewport.
+func (j *pixelJob) inView(b [4]float64) bool {
+	return b[0] >= j.view[0] && b[1] >= j.view[1] && b[0]+b[2] <= j.view[0]+j.view[2] && b[1]+b[3] <= j.view[1]+j.view[3]
 }
 
 // verdictsOf returns each frame's verdicts: every frame read gets a list (empty for a frame not
 // laid out), so that the reader never falls back to its paint heuristics.
-func (j *pixelJob) verdictsOf() map[string][]int {
+func (j *pixelJob) verdictsOf(stopped bool) map[string][]int {
 	out := map[string][]int{}
 	for id, f := range j.frames {
 		vs := make([]int, len(f.verdicts))
 		for i, x := range f.verdicts {
 			if f.pending[i] {
 				x = runUndecided
+				if stopped {
+					x = runByStyle
+				}
 			}
 			vs[i] = x
 		}
@@ -180,6 +199,9 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		return fmt.Errorf("frame %s changed between layouts (%d runs, then %d)", frame, len(f.verdicts), len(l.Runs))
 	}
 	f.off = off
+	if !isChild {
+		j.view = l.View
+	}
 	f.boxes = make([][][4]float64, len(l.Runs))
 	for i, raw := range l.Runs {
 		if s := string(raw); s == "null" || s == "0" {
@@ -233,12 +255,32 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 		ctx = ctx2
 	}
 	var first error
+	remote := false
 	for _, id := range j.order {
 		if _, err := j.s.evalFrame(ctx, j.v, id, "paint", map[string]any{"paint": mode}); err != nil && first == nil {
 			first = err
 		}
+		remote = remote || j.v.owner[id] != j.v.owner[j.v.mainID]
+	}
+	if remote && first == nil {
+		// An out-of-process frame's new paint reaches the page's surface on its own compositor
+		// frame, after the evaluation returns: give it time to be drawn before the next shot.
+		first = sleepCtx(ctx, remotePaintWait)
 	}
 	return first
+}
+
+// remotePaintWait is how long a shot waits for an out-of-process frame's new paint.
+const remotePaintWait = 150 * time.Millisecond
+
+// inViewRun says whether all of a run's boxes are inside the main frame's viewport.
+func (j *pixelJob) inViewRun(f *frameRuns, run int) bool {
+	for _, b := range f.boxes[run] {
+		if !j.inView(b) {
+			return false
+		}
+	}
+	return len(f.boxes[run]) > 0
 }
 
 // region is one run's box to judge, or another run's box (cover only).
@@ -269,9 +311,14 @@ func (j *pixelJob) pass(ctx context.Context) error {
 	j.passes++
 	var judge []runBox
 	for _, rb := range all {
-		if rb.f.pending[rb.run] {
+		// An out-of-process frame is drawn only inside the viewport: its runs elsewhere wait
+		// for a pass that scrolls the page to them.
+		if rb.f.pending[rb.run] && (!j.remote(rb.f) || j.inViewRun(rb.f, rb.run)) {
 			judge = append(judge, rb)
 		}
+	}
+	if len(judge) == 0 {
+		return nil
 	}
 	// Only the start of each box is shot (sliceW px of it): a run is visible from minPixels
 	// drawn pixels on, anywhere in its boxes, so a slice can only find fewer of them (the
@@ -355,7 +402,7 @@ type band struct {
 
 // maxBandH and maxBandArea bound one shot, in CSS px.
 const (
-	maxBandH    = 16000
+	maxBandH    = 4000
 	maxBandArea = 4000 * 1280
 )
 
@@ -493,6 +540,21 @@ func abs(x int) int {
 // withheld.
 const maxReveals = 12
 
+// scrollMain scrolls the main frame's window to y. Page coordinates do not move with it; the
+// viewport does.
+func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
+	rr, err := j.s.evalFrame(ctx, j.v, j.v.mainID, "scroll", map[string]any{"y": y})
+	if err != nil {
+		return err
+	}
+	var l layoutRead
+	if err := json.Unmarshal(rr.Layout, &l); err != nil {
+		return fmt.Errorf("scroll: %w", err)
+	}
+	j.view = l.View
+	return nil
+}
+
 // pixelVerdicts runs the pixel phase over every frame: lay out, shoot what is shown, then
 // scroll scroll containers and child frames to show the runs not shown yet, a pass each, until
 // every run is decided, maxReveals passes were made or ctx ends. It returns the verdicts it has
@@ -505,6 +567,18 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView) (*pixelJob, er
 	if err := j.pass(ctx); err != nil {
 		return j, err
 	}
+	// The window's scroll position as the page had it: the read after the passes must see the
+	// same runs (fixed boxes move with the window).
+	home := j.view[1]
+	defer func() {
+		if j.view[1] != home {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := j.scrollMain(uctx, home); err != nil {
+				s.cfg.logf("bridge: scroll back: %v", err)
+			}
+		}
+	}()
 	for reveals := 0; reveals < maxReveals; {
 		var f *frameRuns
 		run := -1
@@ -525,11 +599,24 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView) (*pixelJob, er
 		}
 		f.tried[run] = true
 		reveals++
-		if _, err := s.evalFrame(ctx, v, f.id, "layout", map[string]any{"child": f.id != v.mainID, "reveal": run}); err != nil {
-			return j, err
-		}
-		if err := j.layout(ctx, f.id, f.off, 0); err != nil {
-			return j, err
+		if bs := f.boxes[run]; bs != nil && j.remote(f) {
+			// Shown in its frame, but the frame is out of the viewport: scroll the page to it.
+			if err := j.scrollMain(ctx, max(0, bs[0][1]-20)); err != nil {
+				return j, err
+			}
+			if err := sleepCtx(ctx, remotePaintWait); err != nil {
+				return j, err
+			}
+		} else {
+			if _, err := s.evalFrame(ctx, v, f.id, "layout", map[string]any{"child": f.id != v.mainID, "reveal": run}); err != nil {
+				return j, err
+			}
+			if err := j.layout(ctx, f.id, f.off, 0); err != nil {
+				return j, err
+			}
+			if j.remote(f) {
+				delete(f.tried, run) // it may need the page scrolled to it next
+			}
 		}
 		if err := j.pass(ctx); err != nil {
 			return j, err

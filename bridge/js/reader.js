@@ -136,6 +136,13 @@ function (opts, ...handles) {
     return out;
   };
   const controls = collectControls();
+  if (opts.mode === 'scroll') {
+    // The main frame scrolled to show an out-of-process frame: Chromium does not draw one that
+    // is out of the viewport.
+    window.scrollTo(window.scrollX, opts.y);
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [],
+      view: [window.scrollX, window.scrollY, window.innerWidth || root.clientWidth || 1280, window.innerHeight || root.clientHeight || 0] };
+  }
   if (opts.mode === 'check') {
     return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls };
   }
@@ -144,9 +151,9 @@ function (opts, ...handles) {
   // (and so currentColor borders and icons) and layout stay as they are.
   if (opts.mode === 'paint') {
     const tag = 'data-browser-agent-paint';
+    // Decorations (underlines, emphasis marks) stay: a line under transparent text is not text.
     const off = ' { -webkit-text-fill-color: transparent !important; ' +
-      '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; ' +
-      'text-decoration-color: transparent !important; text-emphasis-color: transparent !important; } ';
+      '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; } ';
     // 'foreign': only the text that is not a run (generated content, list markers, form
     // controls, an image's alt text, object fallback): the bridge excludes the pixels it draws.
     const foreign = '*::before, *::after, *::marker, *::placeholder, *::file-selector-button, input, textarea, select, select *, img, object, object *';
@@ -418,6 +425,14 @@ function (opts, ...handles) {
     const sb = scaleBlur(p);
     const eff = parseFloat(s.fontSize) * sb.scale;
     if (eff < MIN_FONT || sb.blur >= eff / 4) return false;
+    // Text drawn only by its shadows (no fill, no stroke): each shadow blurred by a quarter of the
+    // size or more is a smudge.
+    const fill = parseColor(s.webkitTextFillColor);
+    if (fill && fill.a < 0.1 && !(parseFloat(s.webkitTextStrokeWidth) > 0) && s.textShadow && s.textShadow !== 'none') {
+      const blurs = [];
+      s.textShadow.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (m, x, y, bl) => { blurs.push(parseFloat(bl || '0')); return m; });
+      if (blurs.length && blurs.every((bl) => bl * sb.scale >= eff / 4)) return false;
+    }
     range.selectNodeContents(t);
     const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
     if (!rects.length) return false;
@@ -439,7 +454,7 @@ function (opts, ...handles) {
       if (i === opts.reveal) revealNode = t;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
     }
-    if (!opts.verdicts) return paintVisible(s, p);
+    if (!opts.verdicts || opts.verdicts[i] === 3) return paintVisible(s, p);
     // With verdicts, a run the pixels did not prove visible is not read (withheld and counted).
     if (opts.verdicts[i] === 1) return true;
     if (opts.verdicts[i] !== 0) withheld++;
@@ -666,7 +681,8 @@ function (opts, ...handles) {
       const y = b.top + parseFloat(st.borderTopWidth) + parseFloat(st.paddingTop) + (child ? 0 : sy);
       owners.push({ id, x, y });
     }
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, nRuns, capW, capH, owners };
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, nRuns, capW, capH, owners,
+      view: [sx, sy, vw, vh] };
   }
   return {
     url: String(location.href),
