@@ -102,6 +102,7 @@ type pageState struct {
 	truncated bool
 	withheld  bool // a credential field was found: nothing from the page is returned
 	title     string
+	heading   string // the first visible h1 of the main frame
 	text      string
 	links     []Link
 	fields    []Field
@@ -441,10 +442,10 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(f.url), cred)
 		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", redactURL(f.url), ErrCredentialRequired)
 	}
-	st.title, st.text, st.links, st.fields = snap.title, snap.text, snap.links, snap.fields
+	st.title, st.heading, st.text, st.links, st.fields = snap.title, snap.heading, snap.text, snap.links, snap.fields
 	s.setCur(st)
 	c := chunkOf(st.text, 0, s.cfg.chunkSize)
-	page.Title = st.title
+	page.Title, page.Heading = st.title, st.heading
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
 }
@@ -485,7 +486,7 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if cred != "" {
 		s.mu.Lock()
 		st.withheld = true
-		st.title, st.text, st.links, st.fields = "", "", nil, nil
+		st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
 		s.mu.Unlock()
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(st.url), cred)
 		return nil, ErrCredentialRequired
