@@ -16,15 +16,15 @@ import (
 //
 //	record:
 //	  id:
-//	    pattern: 'SYN-\d{4}'      # RE2 syntax, matched whole; no anchors
-//	    example: SYN-0042         # must match the pattern
-//	    description: SYN- followed by four digits   # optional; used in error messages
+//	    pattern: 'REC-\d{4}'      # RE2 syntax, matched whole; no anchors
+//	    example: REC-0042         # must match the pattern
+//	    description: REC- followed by four digits   # optional; used in error messages
 //	  labels: [Record ID]         # optional
 //
 // Identifiers are matched without regard to case and written in the case of the example (an
 // upper-case example makes every identifier upper case). A task names exactly one identifier. A
 // word that begins with the letters the pattern begins with, followed by a separator or a digit
-// ("SYN-42", "syn 0042"), is taken as an attempt at one and must match.
+// ("REC-42", "rec 0042"), is taken as an attempt at one and must match.
 type Record struct {
 	Pattern     string
 	Example     string
@@ -47,7 +47,7 @@ const (
 func compileRecord(fr *fileRecord, fail func(int, string, string, ...any) error) (*Record, error) {
 	pat, ex := fr.ID.Pattern, fr.ID.Example
 	if pat.V == "" {
-		return nil, fail(ex.Line, "record.id.pattern", `missing; write the identifier's pattern, e.g. 'SYN-\d{4}'`)
+		return nil, fail(ex.Line, "record.id.pattern", `missing; write the identifier's pattern, e.g. 'REC-\d{4}'`)
 	}
 	if len(pat.V) > maxIDPatternLen {
 		return nil, fail(pat.Line, "record.id.pattern", "pattern is longer than %d bytes", maxIDPatternLen)
@@ -66,7 +66,7 @@ func compileRecord(fr *fileRecord, fail func(int, string, string, ...any) error)
 		return nil, fail(pat.Line, "record.id.pattern", "pattern %#q matches the empty string", pat.V)
 	}
 	if ex.V == "" {
-		return nil, fail(pat.Line, "record.id.example", "missing; write one identifier the pattern matches, e.g. SYN-0042")
+		return nil, fail(pat.Line, "record.id.example", "missing; write one identifier the pattern matches, e.g. REC-0042")
 	}
 	if len(ex.V) > maxIDLen || strings.IndexFunc(ex.V, unicode.IsSpace) >= 0 || !utf8.ValidString(ex.V) {
 		return nil, fail(ex.Line, "record.id.example", "example %q must be at most %d bytes with no white space", ex.V, maxIDLen)
@@ -112,7 +112,7 @@ func anchored(re *syntax.Regexp) bool {
 }
 
 // leadingLetters is the run of ASCII letters every match of the pattern begins with, as the
-// pattern writes them ("SYN" for SYN-\d{4}); "" when it begins with no fixed letter.
+// pattern writes them ("REC" for REC-\d{4}); "" when it begins with no fixed letter.
 func leadingLetters(re *syntax.Regexp) string {
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {

@@ -155,7 +155,7 @@ func TestLoadRejectsBadRecord(t *testing.T) {
 	tests := []struct{ file, want string }{
 		{"bad_record_pattern_syntax.yaml", "testdata/bad_record_pattern_syntax.yaml:7: record.id.pattern: pattern `SYN-(\\d{4}` does not compile: error parsing regexp: missing closing ): `SYN-(\\d{4}`"},
 		{"bad_record_example_mismatch.yaml", "testdata/bad_record_example_mismatch.yaml:8: record.id.example: example \"SYN-42\" does not match the pattern `SYN-\\d{4}`"},
-		{"bad_record_no_example.yaml", "testdata/bad_record_no_example.yaml:7: record.id.example: missing; write one identifier the pattern matches, e.g. SYN-0042"},
+		{"bad_record_no_example.yaml", "testdata/bad_record_no_example.yaml:7: record.id.example: missing; write one identifier the pattern matches, e.g. REC-0042"},
 		{"bad_record_anchored.yaml", "testdata/bad_record_anchored.yaml:7: record.id.pattern: pattern `^SYN-\\d{4}$` must not hold ^, $, \\A, \\z or \\b: it is matched against a whole identifier"},
 		{"bad_record_empty_match.yaml", "testdata/bad_record_empty_match.yaml:7: record.id.pattern: pattern `\\d*` matches the empty string"},
 		{"bad_record_unknown_key.yaml", "testdata/bad_record_unknown_key.yaml:9: flags: unknown key"},

@@ -1,5 +1,3 @@
-// Package guarded launches the browser a run drives: a dedicated Chromium, whose bridge decides
-// every request, behind the run's own egress proxy, which decides it again at the network layer.
 package guarded
 
 import (
