@@ -22,7 +22,7 @@ const Name = "offline"
 // record, opens the first allowed result that names the record (in its URL path, else in its
 // text), extracts its fields, follows the allowed links of that page whose URL path names the
 // record, extracts those, and answers with every field of every page it extracted that names the
-// record (as a field value or in its title), citing those pages. When a call is denied, refused or
+// record (as a field value, in its title or on the first line of its text), citing those pages. When a call is denied, refused or
 // fails, it answers cannot_answer.
 func New() coordinator.Model {
 	return coordinator.ModelFunc{ModelName: Name, F: next}
@@ -77,14 +77,17 @@ func (c offlineCall) fields() [][2]string {
 }
 
 // names reports whether the page a call read names the record id: a field's whole value is id,
-// or its title holds id as a word.
-func (c offlineCall) names(id string, title string) bool {
+// or the page's title or the first line of its text (where a heading sits) holds id as a word.
+func (c offlineCall) names(id string, opened offlineCall) bool {
 	for _, f := range c.fields() {
 		if strings.EqualFold(strings.Join(strings.Fields(f[1]), " "), id) {
 			return true
 		}
 	}
-	return hasWord(title, id)
+	title, _ := opened.data()["title"].(string)
+	text, _ := opened.data()["text"].(string)
+	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	return hasWord(title, id) || hasWord(first, id)
 }
 
 // hasWord reports whether s holds w, case folded, with no letter, digit or _ either side.
@@ -250,15 +253,14 @@ func next(ctx context.Context, msgs []coordinator.Message, _ []coordinator.ToolS
 func offlineAnswer(id string, calls []offlineCall) coordinator.Turn {
 	fields := map[string]string{}
 	var sources []string
-	titles := map[string]string{}
+	opened := map[string]offlineCall{}
 	for _, c := range calls {
 		if c.name == coordinator.ToolOpenURL && c.status() == resultOK {
-			t, _ := c.data()["title"].(string)
-			titles[c.source()] = t
+			opened[c.source()] = c
 		}
 	}
 	for _, c := range calls {
-		if c.name != coordinator.ToolExtractFields || c.status() != resultOK || !c.names(id, titles[c.source()]) {
+		if c.name != coordinator.ToolExtractFields || c.status() != resultOK || !c.names(id, opened[c.source()]) {
 			continue
 		}
 		sources = append(sources, c.source())
