@@ -5,7 +5,7 @@ GO ?= go
 # Longer fuzzing: make fuzz FUZZTIME=10m
 FUZZTIME ?= 60s
 
-.PHONY: all setup build generate gen-check demo test quick vet fmt-check unit fuzz bench bench-e2e clean
+.PHONY: all setup build generate gen-check demo test quick vet fmt-check unit fuzz bench bench-e2e bench-ratio clean
 
 all: build
 
@@ -43,8 +43,14 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+# go test runs packages two at a time (2 cores) in the order given, so the long poles go first:
+# the hostile-page suite, then the killed runs. The binary the end-to-end packages run is built
+# once, here, for all of them (testbrowser.Binary builds its own when the variable is unset).
+UNIT_FIRST = ./tests/adversarial/ ./tests/faults/
+TEST_BINARY = $(CURDIR)/.state/test-bin/browser-agent
 unit:
-	$(GO) test -count=1 -timeout 60m ./...
+	$(GO) build -o $(TEST_BINARY) ./cmd/browser-agent
+	BROWSER_AGENT_TEST_BINARY=$(TEST_BINARY) $(GO) test -count=1 -timeout 60m $(UNIT_FIRST) ./...
 
 # The hostile pages, servers and compromised models of tests/adversarial (also part of unit).
 # Extra cases kept outside the repository: make adversarial ADVERSARIAL_CASES_DIR=/path/to/cases
@@ -79,6 +85,12 @@ bench-e2e: setup
 	$(GO) test -run '^$$' -bench ColdStart -benchtime 3x -count 6 -timeout 30m ./bench | tee -a .state/bench-e2e.txt
 	$(GO) test -run '^$$' -bench GuardedVsUnguarded -benchtime 20x -count 6 -timeout 30m ./bridge | tee -a .state/bench-e2e.txt
 	@if [ -x "$(BENCHSTAT)" ]; then "$(BENCHSTAT)" .state/bench-e2e.txt; fi
+
+# Issue 18's three ratios in one run (lookup guarded/plain over http and https, cold start
+# agent/plain), medians of 5 runs, with the load average: make bench-ratio, or BURN=1 for a CPU
+# burner pinned to core 0 during the run.
+bench-ratio: setup
+	BURN=$(BURN) bench/ratio.sh
 
 clean:
 	rm -rf bin .state tests/out
