@@ -549,7 +549,8 @@ func TestTakeoverHeldToPolicy(t *testing.T) {
 	h := newHostileSignIn(t)
 	site, canary := h.site.URL, h.canary.URL
 	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/login, \"/login?next={path}\", \"/records/{id}\"]\n"+
-		"    signin: {routes: [/login], methods: [POST], wait_seconds: 60}\n", site)
+		"    signin: {routes: [/login], methods: [POST], wait_seconds: 60}\n"+
+		"record:\n  id: {pattern: 'SYN-\\d{4}', example: SYN-0042}\n", site)
 	pol, err := policy.Parse([]byte(src), "hostile signin policy")
 	if err != nil {
 		t.Fatal(err)
