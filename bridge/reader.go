@@ -511,10 +511,11 @@ func (s *Session) checkCredentials(ctx context.Context, v *pageView) (string, er
 
 // snapshot is what the reader returns for a page, frames assembled.
 type snapshot struct {
-	title  string
-	text   string
-	links  []Link
-	fields []Field
+	title   string
+	heading string
+	text    string
+	links   []Link
+	fields  []Field
 	// withheld counts the text runs not read because rendering did not prove them visible
 	// (unproven says why), as opposed to runs proven hidden.
 	withheld int
@@ -522,10 +523,11 @@ type snapshot struct {
 }
 
 type rawRead struct {
-	URL   string `json:"url"`
-	Title string `json:"title"`
-	Text  string `json:"text"`
-	Links []struct {
+	URL     string `json:"url"`
+	Title   string `json:"title"`
+	Heading string `json:"heading"`
+	Text    string `json:"text"`
+	Links   []struct {
 		Text string `json:"text"`
 		Href string `json:"href"`
 	} `json:"links"`
@@ -643,7 +645,7 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 	if !sameOrigin(after.mainURL, opened) {
 		return nil, "", ErrPageChanged
 	}
-	snap := &snapshot{title: reads[mainID].Title}
+	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading}
 	for _, rr := range reads {
 		snap.withheld += rr.Withheld
 	}

@@ -12,7 +12,8 @@ import (
 type Page struct {
 	URL       string // final URL, canonical
 	Title     string
-	Status    int // HTTP status of the final response
+	Heading   string // the visible text of the main frame's first visible h1, "" when none
+	Status    int    // HTTP status of the final response
 	Text      string
 	Offset    int  // offset of Text in the page's visible text (0 for Open)
 	Next      int  // offset to pass to Read for the next chunk
