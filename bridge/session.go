@@ -106,9 +106,12 @@ type pageState struct {
 	truncated bool
 	withheld  bool // a credential field was found: nothing from the page is returned
 	title     string
+	heading   string // the first visible h1 of the main frame
 	text      string
 	links     []Link
 	fields    []Field
+	unread    int    // text runs not proven visible (snapshot.withheld)
+	unproven  string // why
 }
 
 // maxDecisions bounds the session's in-memory decision log.
@@ -473,10 +476,15 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(f.url), cred)
 		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", redactURL(f.url), ErrCredentialRequired)
 	}
-	st.title, st.text, st.links, st.fields = snap.title, snap.text, snap.links, snap.fields
+	st.title, st.heading, st.text, st.links, st.fields = snap.title, snap.heading, snap.text, snap.links, snap.fields
+	st.unread, st.unproven = snap.withheld, snap.unproven
 	s.setCur(st)
 	c := chunkOf(st.text, 0, s.cfg.chunkSize)
-	page.Title = st.title
+	page.Title, page.Heading = st.title, st.heading
+	page.Withheld, page.Unproven = st.unread, st.unproven
+	if st.unread > 0 {
+		s.cfg.logf("bridge: %s: %d text runs withheld: %s", redactURL(f.url), st.unread, st.unproven)
+	}
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
 }
@@ -517,7 +525,7 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if cred != "" {
 		s.mu.Lock()
 		st.withheld = true
-		st.title, st.text, st.links, st.fields = "", "", nil, nil
+		st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
 		s.mu.Unlock()
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(st.url), cred)
 		return nil, ErrCredentialRequired

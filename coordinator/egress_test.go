@@ -9,6 +9,7 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -40,7 +41,7 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 	rec := newRecorder()
 	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
 	b := &egressBrowser{Browser: browsertest.NewHTTP(d.pol)}
-	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: coordinator.Offline(), Browser: b})
+	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: offline.New(), Browser: b})
 	if res.Status != coordinator.StatusAnswered {
 		t.Fatalf("status: got %s (%s), want answered", res.Status, res.Reason)
 	}
@@ -111,7 +112,7 @@ func TestAuditKeepsNoChosenString(t *testing.T) {
 	rec := newRecorder()
 	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
 	b := &secretBrowser{Browser: browsertest.NewHTTP(d.pol), origin: d.srv.URL}
-	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: coordinator.Offline(), Browser: b})
+	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: offline.New(), Browser: b})
 	if res.Status != coordinator.StatusAnswered {
 		t.Fatalf("status: got %s (%s), want answered", res.Status, res.Reason)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // StepJSON is one step as the API, the page and recorded runs show it: the tool, its target, the
@@ -164,7 +165,7 @@ type PresetJSON struct {
 
 func presetsJSON() []PresetJSON {
 	var out []PresetJSON
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		out = append(out, PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Expect: p.Expect, Simulated: p.Simulated})
 	}
 	return out
@@ -173,7 +174,7 @@ func presetsJSON() []PresetJSON {
 // presetNames are the presets' names, in the API's order.
 func presetNames() []string {
 	var out []string
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		out = append(out, p.Name)
 	}
 	return out

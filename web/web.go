@@ -13,6 +13,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -319,7 +320,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 // startLive runs r in the background: it waits for a slot (when it was queued, re-checking the
 // ledger once it has one) and runs the task.
-func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
+func (s *Server) startLive(r *run, task string, preset presets.Preset) {
 	waited := r.snapshot().State == StateQueued
 	go func() {
 		defer s.wg.Done()
