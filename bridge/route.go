@@ -372,13 +372,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 	if nav && frame == FrameMain && !signIn {
 		// The only main-frame navigation allowed is the one Open is making, once. Script
 		// navigation, meta refresh, form submission, reload and history traversal are aborted.
-		s.mu.Lock()
-		p := s.pending
-		ok := p != nil && !p.used && method == http.MethodGet && sameURL(raw, p.url)
-		if ok {
-			p.used = true
-		}
-		s.mu.Unlock()
+		p, ok := s.nav.take(raw, method == http.MethodGet)
 		if !ok {
 			deny(ReasonNotRequested)
 			return
@@ -389,11 +383,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 		return
 	}
 	if nav && frame == FrameSub {
-		s.mu.Lock()
-		s.frameNavs++
-		over := s.frameNavs > s.cfg.frameCap
-		s.mu.Unlock()
-		if over {
+		if s.nav.frameNav(s.cfg.frameCap) {
 			deny(ReasonFrameCap)
 			return
 		}

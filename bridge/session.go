@@ -85,17 +85,10 @@ type Session struct {
 	// navigation to commit (0: none pending).
 	mainCommits, signInNavMark atomic.Int64
 
-	mu        sync.Mutex
-	pending   *pendingNav // the one main-frame navigation the bridge is opening
-	frameNavs int         // sub-frame navigations since the last Open
-	cur       *pageState
-	decisions []RequestDecision
-}
-
-type pendingNav struct {
-	url  string
-	resp *fetched
-	used bool
+	// Shared with the route handlers, each under its own lock (state.go).
+	nav   navState    // the navigation Open is making, the sub-frame navigations since it
+	pages pageCache   // the page opened last
+	log   decisionLog // the request decisions
 }
 
 // pageState is what the session holds about the page it opened last.
@@ -113,9 +106,6 @@ type pageState struct {
 	unread    int    // text runs not proven visible (snapshot.withheld)
 	unproven  string // why
 }
-
-// maxDecisions bounds the session's in-memory decision log.
-const maxDecisions = 4096
 
 // Launch starts a driver and one guarded Chromium for pol. Close stops both. To launch many
 // sessions, start one Runtime with NewRuntime and call its Launch.
@@ -346,21 +336,14 @@ func (s *Session) PID() int { return s.pid }
 // Decisions returns a copy of the session's request decisions, oldest first (at most the last
 // 4096).
 func (s *Session) Decisions() []RequestDecision {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]RequestDecision(nil), s.decisions...)
+	return s.log.all()
 }
 
 func (s *Session) record(d RequestDecision) {
 	if d.Time.IsZero() {
 		d.Time = time.Now()
 	}
-	s.mu.Lock()
-	if len(s.decisions) >= maxDecisions {
-		s.decisions = append(s.decisions[:0], s.decisions[len(s.decisions)-maxDecisions/2:]...)
-	}
-	s.decisions = append(s.decisions, d)
-	s.mu.Unlock()
+	s.log.add(d)
 	if d.Verdict != policy.Allow {
 		// The URL a page chose is logged as policy.LogURL keeps it: never its query or a
 		// path a route leaves open.
@@ -403,9 +386,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
 	defer cancel()
 
-	s.mu.Lock()
-	s.cur = nil
-	s.mu.Unlock()
+	s.pages.set(nil)
 
 	release, err := s.budget.acquire(ctx)
 	if err != nil {
@@ -426,10 +407,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		return page, fmt.Errorf("open %s: %w: %q", redactURL(f.url), ErrUnsupportedContent, f.header.Get("Content-Type"))
 	}
 
-	s.mu.Lock()
-	s.pending = &pendingNav{url: f.url, resp: f}
-	s.frameNavs = 0
-	s.mu.Unlock()
+	s.nav.begin(f)
 	s.budget.newPage()
 	_, gerr := s.page.Goto(f.url, playwright.PageGotoOptions{
 		Timeout:   playwright.Float(msUntil(deadlineOf(ctx))),
@@ -445,10 +423,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 			s.cfg.logf("bridge: %s: no load event after %v, reading it as it is", redactURL(f.url), wait)
 		}
 	}
-	s.mu.Lock()
-	used := s.pending != nil && s.pending.used
-	s.pending = nil
-	s.mu.Unlock()
+	used := s.nav.end()
 	if err := s.usable(); err != nil {
 		return page, fmt.Errorf("open: %w", err)
 	}
@@ -472,13 +447,13 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	}
 	if cred != "" {
 		st.withheld = true
-		s.setCur(st)
+		s.pages.set(st)
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(f.url), cred)
 		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", redactURL(f.url), ErrCredentialRequired)
 	}
 	st.title, st.heading, st.text, st.links, st.fields = snap.title, snap.heading, snap.text, snap.links, snap.fields
 	st.unread, st.unproven = snap.withheld, snap.unproven
-	s.setCur(st)
+	s.pages.set(st)
 	c := chunkOf(st.text, 0, s.cfg.chunkSize)
 	page.Title, page.Heading = st.title, st.heading
 	page.Withheld, page.Unproven = st.unread, st.unproven
@@ -489,21 +464,13 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	return page, nil
 }
 
-func (s *Session) setCur(st *pageState) {
-	s.mu.Lock()
-	s.cur = st
-	s.mu.Unlock()
-}
-
 // current returns the open page after checking, again, that it holds no credential field (fields
 // can be added at any time after load). A page once found with one stays withheld.
 func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	st := s.cur
-	s.mu.Unlock()
+	st := s.pages.get()
 	if st == nil {
 		return nil, ErrNoPage
 	}
@@ -523,10 +490,7 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 		return nil, ErrPageChanged
 	}
 	if cred != "" {
-		s.mu.Lock()
-		st.withheld = true
-		st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
-		s.mu.Unlock()
+		s.pages.withhold(st)
 		s.cfg.logf("bridge: %s withheld: %s", redactURL(st.url), cred)
 		return nil, ErrCredentialRequired
 	}
@@ -806,9 +770,7 @@ func redactURL(raw string) string {
 func (s *Session) SetSignInLease(held bool) {
 	s.signInLease.Store(held)
 	if !held {
-		s.mu.Lock()
-		s.cur = nil
-		s.mu.Unlock()
+		s.pages.set(nil)
 		// Let what the person started (a sign-in submission being answered) finish before the
 		// agent's next Open navigates the page, so that it does not interrupt it. Bounded.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
