@@ -13,6 +13,11 @@
 // those (through its Browser interface); internal/guarded, which puts a bridge session behind a
 // proxy; web and internal/mcpserver; internal/cli and the two commands on top.
 //
+// A Session's state shared between its page operations and its route handlers is one small type
+// per job, each under its own lock (state.go): navState (the one navigation Open is making, the
+// sub-frame count), pageCache (the page opened last) and decisionLog (the request decisions).
+// Page operations are serialized by the Session's op lock; closing is closeOnce and done.
+//
 // Key types: Runtime (one Playwright driver, NewRuntime), Session (one guarded Chromium,
 // Runtime.Launch; Open, Read, Links, Fields), Page, Chunk, Link and Field (what a read returns),
 // Hop and Redirects (the redirect walk), RequestDecision (every decision the bridge made), and

@@ -16,6 +16,12 @@
 // the visitor who started it (takeover.go): a lease (WithLease: idle expiry, hard maximum) during
 // which the model's tools are paused and that visitor alone sends input to the page and sees it.
 //
+// The Server's state is one type per job, each under its own lock: admissions (admission.go: the
+// live runs, the queue and each visitor's runs in the window; admit decides under it), registry
+// (registry.go: the runs the API names), streamGate (open event streams), spendBook (ledger.go:
+// spend not yet written to the ledger) and recentRuns (playback.go: the latest live run of each
+// preset). admit names the run it admits under the admissions lock; no other is nested.
+//
 // Key types: Server (New; the page, the API and the SSE stream), Limits (the public-run limits),
 // Ledger (the spend ledger; *audit.Store), Launcher, RunSpec and Execute (one run and its
 // Moments), and Recording (a recorded real run played past the spend cap).
