@@ -19,7 +19,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" driver
@@ -65,14 +64,6 @@ const (
 	FieldUSD = "usd"
 )
 
-// Layers that can decide a step.
-const (
-	LayerPolicy      = "policy"
-	LayerBrowser     = "browser"
-	LayerProxy       = "proxy"
-	LayerCoordinator = "coordinator"
-)
-
 // Run kinds: what started a run.
 const (
 	KindRun = "run" // the coordinator's own loop: run, serve, record
@@ -89,9 +80,9 @@ const StatusInterrupted = "interrupted"
 
 // Length bounds, in bytes, of stored text fields. Longer values are cut at a UTF-8 boundary.
 const (
-	MaxReasonLen = 200 // rule and reason of a step, reason of a run
-	MaxPathLen   = 1024
-	maxShortLen  = 200 // tool, verdict, status, preset, model, record id, origin
+	MaxReasonLen = policy.MaxTextLen // rule and reason of a step, reason of a run
+	MaxPathLen   = policy.MaxPathLen
+	maxShortLen  = policy.MaxShortLen // tool, verdict, status, preset, model, record id, origin
 )
 
 // ErrNotFound is returned (wrapped) when a run does not exist.
@@ -181,60 +172,13 @@ func Sanitize(st Step) Step {
 		raw = st.Origin + st.Path
 	}
 	st.URL = ""
-	st.Origin, st.Path = originPath(raw)
-	st.Tool = bound(st.Tool, maxShortLen)
-	st.Verdict = bound(st.Verdict, maxShortLen)
-	st.Layer = bound(st.Layer, maxShortLen)
-	st.Rule = cleanText(st.Rule)
-	st.Reason = cleanText(st.Reason)
+	st.Origin, st.Path = policy.OriginPath(raw)
+	st.Tool = policy.Cut(st.Tool, maxShortLen)
+	st.Verdict = policy.Cut(st.Verdict, maxShortLen)
+	st.Layer = policy.Cut(st.Layer, maxShortLen)
+	st.Rule = auditText(st.Rule)
+	st.Reason = auditText(st.Reason)
 	return st
-}
-
-// originPath parses raw as the browser would and keeps its origin and path. For schemes other than
-// http(s), ws(s) and about, whose "path" can hold the content itself (data:, javascript:), only
-// "scheme:" is kept. An unparseable URL gives "", "".
-func originPath(raw string) (origin, path string) {
-	if raw == "" {
-		return "", ""
-	}
-	u, err := policy.ParseURL(raw, "")
-	if err != nil {
-		return "", ""
-	}
-	switch s := u.Scheme(); s {
-	case "http", "https", "ws", "wss":
-		return bound(u.Origin(), maxShortLen), bound(u.Path(), MaxPathLen)
-	case "about":
-		return "about:", bound(u.Path(), maxShortLen)
-	default:
-		return bound(s, maxShortLen) + ":", ""
-	}
-}
-
-// userinfoInText matches the userinfo of a URL written inside free text.
-var userinfoInText = regexp.MustCompile(`//[^/\s?#@]*@`)
-
-// cleanText cuts s at the first '?' or '#', so that no query string or fragment is kept, drops the
-// userinfo of any URL in it, trims it, and bounds it to MaxReasonLen bytes.
-func cleanText(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
-	}
-	s = userinfoInText.ReplaceAllString(s, "//")
-	return bound(strings.TrimSpace(s), MaxReasonLen)
-}
-
-// bound cuts s to at most n bytes at a UTF-8 boundary, and replaces invalid UTF-8.
-func bound(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // migrations is the schema history, oldest first. Migration i brings the database to version i+1,
@@ -489,13 +433,13 @@ func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, "
 
 // cleanRun bounds a run's text fields; the reason also loses anything after '?' or '#'.
 func cleanRun(r Run) Run {
-	r.RecordID = bound(r.RecordID, maxShortLen)
-	r.Preset = bound(r.Preset, maxShortLen)
-	r.Model = bound(r.Model, maxShortLen)
-	r.Status = bound(r.Status, maxShortLen)
-	r.Reason = cleanText(r.Reason)
-	r.Kind = bound(r.Kind, maxShortLen)
-	r.Client = cleanText(r.Client)
+	r.RecordID = policy.Cut(r.RecordID, maxShortLen)
+	r.Preset = policy.Cut(r.Preset, maxShortLen)
+	r.Model = policy.Cut(r.Model, maxShortLen)
+	r.Status = policy.Cut(r.Status, maxShortLen)
+	r.Reason = auditText(r.Reason)
+	r.Kind = policy.Cut(r.Kind, maxShortLen)
+	r.Client = auditText(r.Client)
 	if r.Kind == "" {
 		r.Kind = KindRun
 	}
@@ -554,10 +498,10 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 		return fmt.Errorf("audit: add step: %w", err)
 	}
 	switch st.Layer {
-	case LayerPolicy, LayerBrowser, LayerProxy, LayerCoordinator:
+	case policy.LayerPolicy, policy.LayerBrowser, policy.LayerProxy, policy.LayerCoordinator:
 	default:
 		return fmt.Errorf("audit: add step %s/%d: layer %q is not one of policy, browser, proxy, coordinator: %w",
-			st.RunID, st.N, bound(st.Layer, 32), ErrInvalid)
+			st.RunID, st.N, policy.Cut(st.Layer, 32), ErrInvalid)
 	}
 	if st.N < 0 || st.BytesReturned < 0 || st.Duration < 0 {
 		return fmt.Errorf("audit: add step %s/%d: negative number: %w", st.RunID, st.N, ErrInvalid)
@@ -679,7 +623,7 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 // Run returns one run and its steps in order. A missing run gives ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 	if checkRunID(id) != nil {
-		return Run{}, nil, fmt.Errorf("audit: run %q: %w", bound(id, 64), ErrNotFound)
+		return Run{}, nil, fmt.Errorf("audit: run %q: %w", policy.Cut(id, 64), ErrNotFound)
 	}
 	q := fmt.Sprintf("SELECT %s FROM runs WHERE %s = ?", strings.Join(runColumns, ", "), FieldID)
 	r, err := scanRun(s.db.QueryRowContext(ctx, q, id))
@@ -726,7 +670,7 @@ func Day(t time.Time) string { return t.UTC().Format(dayLayout) }
 
 func checkDay(day string) error {
 	if _, err := time.Parse(dayLayout, day); err != nil {
-		return fmt.Errorf("day %q is not YYYY-MM-DD: %w", bound(day, 32), ErrInvalid)
+		return fmt.Errorf("day %q is not YYYY-MM-DD: %w", policy.Cut(day, 32), ErrInvalid)
 	}
 	return nil
 }
@@ -758,3 +702,6 @@ func (s *Store) SpendOn(ctx context.Context, day string) (float64, error) {
 	}
 	return total, nil
 }
+
+// auditText is s as a stored reason: see policy.Text.
+func auditText(s string) string { return policy.Text(s, MaxReasonLen) }

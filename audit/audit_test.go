@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"math"
 	"os"
 	"path/filepath"
@@ -142,12 +143,12 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	steps := []Step{
 		{RunID: id, N: 1, Tool: "open", URL: "http://127.0.0.1:8080/records/R-1042", Verdict: "allow",
-			Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: LayerPolicy,
+			Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: policy.LayerPolicy,
 			Duration: 1500 * time.Millisecond, BytesReturned: 2048},
 		{RunID: id, N: 2, Tool: "open", URL: "http://127.0.0.1:8080/admin/delete", Verdict: "deny",
-			Rule: `write word "delete" in path`, Reason: "write word in url", Layer: LayerPolicy},
+			Rule: `write word "delete" in path`, Reason: "write word in url", Layer: policy.LayerPolicy},
 		{RunID: id, N: 2, Tool: "open", URL: "http://evil.example/", Verdict: "deny",
-			Reason: "host not allowed", Layer: LayerProxy, Duration: 3 * time.Millisecond},
+			Reason: "host not allowed", Layer: policy.LayerProxy, Duration: 3 * time.Millisecond},
 	}
 	before := time.Now()
 	for _, st := range steps {
@@ -176,12 +177,12 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	wantSteps := []Step{
 		{RunID: id, N: 1, Tool: "open", Origin: "http://127.0.0.1:8080", Path: "/records/R-1042", Verdict: "allow",
-			Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: LayerPolicy,
+			Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: policy.LayerPolicy,
 			Duration: 1500 * time.Millisecond, BytesReturned: 2048},
 		{RunID: id, N: 2, Tool: "open", Origin: "http://127.0.0.1:8080", Path: "/admin/delete", Verdict: "deny",
-			Rule: `write word "delete" in path`, Reason: "write word in url", Layer: LayerPolicy},
+			Rule: `write word "delete" in path`, Reason: "write word in url", Layer: policy.LayerPolicy},
 		{RunID: id, N: 2, Tool: "open", Origin: "http://evil.example", Path: "/", Verdict: "deny",
-			Reason: "host not allowed", Layer: LayerProxy, Duration: 3 * time.Millisecond},
+			Reason: "host not allowed", Layer: policy.LayerProxy, Duration: 3 * time.Millisecond},
 	}
 	for i := range gotSteps {
 		// Each step carries the time it was committed; the rest is compared exactly.
@@ -308,14 +309,14 @@ func TestNoSecretsOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
-		st := Step{RunID: id, N: i, Tool: "open", URL: url, Verdict: "deny", Layer: LayerBrowser,
+		st := Step{RunID: id, N: i, Tool: "open", URL: url, Verdict: "deny", Layer: policy.LayerBrowser,
 			Rule: "open " + url, Reason: "denied " + url}
 		if err := s.AddStep(ctx, st); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := s.AddStep(ctx, Step{RunID: id, N: 99, Tool: "open", Origin: "https://alice:hunter2@records.example",
-		Path: "/x?token=SECRET-XYZ#frag-SECRET", Layer: LayerPolicy}); err != nil {
+		Path: "/x?token=SECRET-XYZ#frag-SECRET", Layer: policy.LayerPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishRun(ctx, Run{ID: id, Status: "refused", Reason: "refused " + url}); err != nil {
@@ -371,7 +372,7 @@ func TestConcurrentAddStep(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				st := Step{RunID: id, N: w*each + i, Tool: "read", URL: fmt.Sprintf("http://h/p/%d", w), Layer: LayerCoordinator}
+				st := Step{RunID: id, N: w*each + i, Tool: "read", URL: fmt.Sprintf("http://h/p/%d", w), Layer: policy.LayerCoordinator}
 				if err := s.AddStep(ctx, st); err != nil {
 					errs <- err
 				}
@@ -404,7 +405,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddStep(ctx, Step{RunID: id, N: 1, Tool: "search", URL: "http://h/search?q=private", Layer: LayerPolicy}); err != nil {
+	if err := s.AddStep(ctx, Step{RunID: id, N: 1, Tool: "search", URL: "http://h/search?q=private", Layer: policy.LayerPolicy}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishRun(ctx, Run{ID: id, Status: "answered", StepCount: 1}); err != nil {
@@ -439,7 +440,7 @@ func TestNotFound(t *testing.T) {
 		{"Run with a malformed id", func() error { _, _, err := s.Run(ctx, "x?y"); return err }},
 		{"FinishRun", func() error { return s.FinishRun(ctx, Run{ID: "feedfacefeedface", Status: "x"}) }},
 		{"AddStep", func() error {
-			return s.AddStep(ctx, Step{RunID: "feedfacefeedface", N: 1, Layer: LayerPolicy})
+			return s.AddStep(ctx, Step{RunID: "feedfacefeedface", N: 1, Layer: policy.LayerPolicy})
 		}},
 	}
 	for _, tc := range tests {
@@ -464,8 +465,8 @@ func TestAddStepRefusesBadInput(t *testing.T) {
 	}{
 		{"unknown layer", Step{RunID: id, Layer: "kernel"}},
 		{"empty layer", Step{RunID: id}},
-		{"empty run id", Step{Layer: LayerPolicy}},
-		{"negative bytes", Step{RunID: id, Layer: LayerPolicy, BytesReturned: -1}},
+		{"empty run id", Step{Layer: policy.LayerPolicy}},
+		{"negative bytes", Step{RunID: id, Layer: policy.LayerPolicy, BytesReturned: -1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -107,7 +107,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
-		brd := RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops)}
+		brd := RequestDecision{Method: method, URL: policy.CleanURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops)}
 		if e := s.budget.admit(); e != nil {
 			s.budgetDenied(brd, e)
 			return &fetched{hops: hops}, e
@@ -123,15 +123,15 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			return &fetched{hops: hops}, e
 		}
 		if err != nil {
-			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
+			s.record(RequestDecision{Method: method, URL: policy.CleanURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
 				Verdict: policy.Deny, Reason: ReasonFetchFailed})
-			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", redactURL(cur), err)
+			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", policy.CleanURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
 			body, truncated, release, err := s.readBody(ctx, resp, f.cap)
 			resp.Body.Close()
 			if err != nil {
-				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", redactURL(cur), err)
+				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", policy.CleanURL(cur), err)
 			}
 			if method == http.MethodHead {
 				body = nil
@@ -143,9 +143,9 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		resp.Body.Close()
 		n := len(hops) + 1
 		if loc == "" {
-			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: n,
+			s.record(RequestDecision{Method: method, URL: policy.CleanURL(cur), ResourceType: rtype, Frame: frame, Hop: n,
 				Verdict: policy.Deny, Reason: ReasonRedirectNoLoc})
-			return &fetched{hops: hops}, fmt.Errorf("fetch %s: status %d %s", redactURL(cur), resp.StatusCode, ReasonRedirectNoLoc)
+			return &fetched{hops: hops}, fmt.Errorf("fetch %s: status %d %s", policy.CleanURL(cur), resp.StatusCode, ReasonRedirectNoLoc)
 		}
 		d, err := s.pol.DecideRedirect(cur, loc)
 		if err != nil {
@@ -153,7 +153,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		}
 		to := firstNonEmpty(d.URL, loc)
 		hops = append(hops, Hop{From: cur, To: to, Status: resp.StatusCode, Decision: d})
-		rd := RequestDecision{Method: method, URL: redactURL(to), ResourceType: rtype, Frame: frame, Hop: n,
+		rd := RequestDecision{Method: method, URL: policy.CleanURL(to), ResourceType: rtype, Frame: frame, Hop: n,
 			Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason}
 		switch {
 		case !d.Allowed():
@@ -162,11 +162,11 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		case n > maxHops:
 			rd.Verdict, rd.Reason = policy.Deny, ReasonHopLimit
 			s.record(rd)
-			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d to %s, cap %d", ErrHopLimit, n, redactURL(to), maxHops)
+			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d to %s, cap %d", ErrHopLimit, n, policy.CleanURL(to), maxHops)
 		case seen[to]:
 			rd.Verdict, rd.Reason = policy.Deny, ReasonRedirectLoop
 			s.record(rd)
-			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d back to %s", ErrRedirectLoop, n, redactURL(to))
+			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d back to %s", ErrRedirectLoop, n, policy.CleanURL(to))
 		}
 		s.record(rd)
 		seen[to] = true
@@ -364,7 +364,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 	case fr != nil:
 		frame = FrameSub
 	}
-	rd := RequestDecision{Method: method, URL: redactURL(raw), ResourceType: rtype, Frame: frame}
+	rd := RequestDecision{Method: method, URL: policy.CleanURL(raw), ResourceType: rtype, Frame: frame}
 	// A navigation aborted as "blocked by client" commits Chromium's error page in place of the
 	// document; "aborted" cancels it and leaves the current document as it was.
 	code := "blockedbyclient"
@@ -518,14 +518,14 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	defer release()
 	status := f.status
 	if err := r.Fulfill(playwright.RouteFulfillOptions{Status: &status, Headers: headers, Body: f.body}); err != nil {
-		s.cfg.logf("bridge: fulfil %s: %v", redactURL(f.url), err)
+		s.cfg.logf("bridge: fulfil %s: %v", policy.CleanURL(f.url), err)
 	}
 }
 
 // handleWebSocket closes every WebSocket the page opens; the route never connects to a server.
 func (s *Session) handleWebSocket(ws playwright.WebSocketRoute) {
 	s.activity(0)
-	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(ws.URL()), ResourceType: "websocket", Frame: FrameNone,
+	s.record(RequestDecision{Method: http.MethodGet, URL: policy.CleanURL(ws.URL()), ResourceType: "websocket", Frame: FrameNone,
 		Verdict: policy.Deny, Reason: ReasonWebSocket})
 	ws.Close(playwright.WebSocketRouteCloseOptions{Code: playwright.Int(1008), Reason: playwright.String("blocked by browser-agent")})
 }
@@ -536,7 +536,7 @@ func (s *Session) handlePopup(p playwright.Page) {
 	if p == s.page {
 		return
 	}
-	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(p.URL()), ResourceType: "document", Frame: FramePopup,
+	s.record(RequestDecision{Method: http.MethodGet, URL: policy.CleanURL(p.URL()), ResourceType: "document", Frame: FramePopup,
 		Verdict: policy.Deny, Reason: ReasonPopup})
 	go func() { _ = p.Close() }()
 }

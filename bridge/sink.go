@@ -35,7 +35,7 @@ func newSink(record func(RequestDecision), logf func(string, ...any)) (*sink, er
 			record(RequestDecision{
 				Time:         time.Now(),
 				Method:       r.Method,
-				URL:          redactURL(target),
+				URL:          policy.CleanURL(target),
 				ResourceType: "other",
 				Frame:        FrameNone,
 				Verdict:      policy.Deny,

@@ -37,7 +37,7 @@ type NetDecision struct {
 	Verdict policy.Verdict
 	Rule    string
 	Reason  string
-	Layer   string // LayerBrowser or LayerProxy
+	Layer   string // policy.LayerBrowser or policy.LayerProxy
 }
 
 // EgressLog is implemented by browsers that record the requests decided beneath the tools. After
@@ -76,14 +76,6 @@ func (e *Interrupt) Error() string { return "interrupted: " + e.Why }
 
 // Launcher starts the browser a run drives and returns it with what stops it.
 type Launcher func(ctx context.Context) (Browser, io.Closer, error)
-
-// Layers name what decided a step. They are the audit store's layers.
-const (
-	LayerPolicy      = "policy"      // the URL policy, before any browser work
-	LayerBrowser     = "browser"     // the browser: a redirect hop, a credential page, a failure
-	LayerCoordinator = "coordinator" // the coordinator: tool arguments, no page open, the final URL, budgets, the answer check
-	LayerProxy       = "proxy"       // the egress proxy, at the network layer
-)
 
 // Rules of the coordinator's own decisions.
 const (
@@ -603,7 +595,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 					// Record the first call past the budget as refused, and end: the rest of the
 					// turn's calls are never looked at.
 					reason := fmt.Sprintf("step budget exhausted (max_steps %d)", maxSteps)
-					o := refused(call.Name, LayerCoordinator, RuleBudget, reason)
+					o := refused(call.Name, policy.LayerCoordinator, RuleBudget, reason)
 					o.step.Simulated = turn.Simulated
 					if err := r.addStep(ctx, o.step); err != nil {
 						return r.fail(ctx, "audit store: "+err.Error())
@@ -619,7 +611,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 					// Nothing from this page reaches the model: the run ends here.
 					return o.stop, o.stopReason
 				}
-				if o.step.Layer == LayerBrowser && o.step.Verdict != policy.Allow && ctx.Err() == nil {
+				if o.step.Layer == policy.LayerBrowser && o.step.Verdict != policy.Allow && ctx.Err() == nil {
 					if err := browserGone(r.a.Browser); err != nil {
 						return StatusError, "browser: " + err.Error()
 					}
@@ -643,7 +635,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 		start := r.c.clock()
 		fin, perr := parseFinal(msg.Content)
 		if perr != nil {
-			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated}
+			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: policy.LayerCoordinator, Simulated: turn.Simulated}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
@@ -655,19 +647,19 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 			continue
 		}
 		if fin.CannotAnswer != nil {
-			r.res.Note = clip(*fin.CannotAnswer, 500)
+			r.res.Note = policy.Clip(*fin.CannotAnswer, 500)
 			reason := "model could not answer"
 			if r.denial != "" {
 				reason += " after a denial (" + r.denial + ")"
 			}
-			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
+			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
 			return StatusBlocked, reason
 		}
 		v := checkAnswer(r.c.pol, task.RecordID, *fin.Answer, r.res.Evidence)
-		step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
+		step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
 		if v.status == StatusAnswered {
 			step.Verdict = policy.Allow
 			r.res.Answer = v.answer
@@ -705,16 +697,3 @@ func newID() string {
 	rand.Read(b[:])
 	return "run-" + hex.EncodeToString(b[:])
 }
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -100,7 +100,7 @@ func TestPresets(t *testing.T) {
 					t.Errorf("reason: got %q", res.Reason)
 				}
 				last := res.Steps[len(res.Steps)-1]
-				if last.Reason != coordinator.ReasonCredential || last.Layer != coordinator.LayerBrowser {
+				if last.Reason != coordinator.ReasonCredential || last.Layer != policy.LayerBrowser {
 					t.Errorf("last step: got %+v", last)
 				}
 				// Nothing from the credential page reached the model: the run ended at the call.

@@ -21,8 +21,8 @@ type egressBrowser struct {
 func (b *egressBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
 	p, err = b.Browser.Open(ctx, url)
 	b.pending = append(b.pending,
-		coordinator.NetDecision{Method: "GET", URL: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: coordinator.LayerBrowser},
-		coordinator.NetDecision{Method: "GET", URL: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: coordinator.LayerProxy},
+		coordinator.NetDecision{Method: "GET", URL: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: policy.LayerBrowser},
+		coordinator.NetDecision{Method: "GET", URL: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: policy.LayerProxy},
 	)
 	return p, err
 }
@@ -62,9 +62,9 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 			t.Errorf("request decision recorded under step %d, which opened nothing", s.N)
 		}
 		switch {
-		case s.Layer == coordinator.LayerProxy && s.Verdict == "deny" && s.Reason == policy.ReasonHost:
+		case s.Layer == policy.LayerProxy && s.Verdict == "deny" && s.Reason == policy.ReasonHost:
 			proxyDenials++
-		case s.Layer == coordinator.LayerBrowser && s.Verdict == "allow":
+		case s.Layer == policy.LayerBrowser && s.Verdict == "allow":
 			browserAllows++
 		default:
 			t.Errorf("unexpected request record %+v", s)
@@ -87,7 +87,7 @@ const plantedSecret = "ZQXplanted4410"
 
 func (b *secretBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
 	p, err = b.Browser.Open(ctx, url)
-	for _, layer := range []string{coordinator.LayerBrowser, coordinator.LayerProxy} {
+	for _, layer := range []string{policy.LayerBrowser, policy.LayerProxy} {
 		b.pending = append(b.pending,
 			coordinator.NetDecision{Method: "GET", URL: b.origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
 			coordinator.NetDecision{Method: plantedSecret, URL: b.origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},

@@ -12,9 +12,6 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// LayerProxy is the Layer of every Decision the proxy records; it is the audit's "proxy" layer.
-const LayerProxy = "proxy"
-
 // CanonicalDecision starts the one log line the proxy writes per request, as smokescreen's
 // CANONICAL-PROXY-DECISION does.
 const CanonicalDecision = "CANONICAL-PROXY-DECISION"
@@ -56,7 +53,7 @@ type Decision struct {
 	Verdict policy.Verdict `json:"verdict"`
 	Rule    string         `json:"rule"`
 	Reason  string         `json:"reason"`
-	Layer   string         `json:"layer"` // always LayerProxy
+	Layer   string         `json:"layer"` // always policy.LayerProxy
 	// Status is the HTTP status the client got: the upstream's, or the proxy's own (403, 502, 503,
 	// 504; 200 for an established tunnel).
 	Status int `json:"status"`
@@ -117,14 +114,6 @@ func (p *Proxy) logRecord(rec *Decision) Decision {
 	r := p.pol.Redactor(nil, "")
 	out.Method, out.Rule = r.Method(out.Method), r.Rule(out.Rule)
 	return out
-}
-
-// cleanText cuts s at the first '?' or '#' so that no query string or fragment is recorded.
-func cleanText(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
 }
 
 // Stats are the proxy's counters since it was made.

@@ -164,7 +164,7 @@ func (s *httpsSite) unrecorded(key string, ds []proxy.Decision) []string {
 	for _, w := range httpsWrites {
 		path := strings.ReplaceAll(w.path, "KEY", key)
 		if !slices.ContainsFunc(ds, func(d proxy.Decision) bool {
-			return !d.Allowed() && d.Layer == proxy.LayerProxy && d.Method == w.method && d.Origin == s.URL && d.Path == path
+			return !d.Allowed() && d.Layer == policy.LayerProxy && d.Method == w.method && d.Origin == s.URL && d.Path == path
 		}) {
 			out = append(out, w.kind)
 		}

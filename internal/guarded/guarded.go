@@ -67,7 +67,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	px, err := proxy.Start(ctx, pol, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) {
 		g.note(coordinator.NetDecision{
 			Method: d.Method, URL: d.Origin + d.Path, Verdict: d.Verdict,
-			Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerProxy,
+			Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerProxy,
 		})
 	})}, popts...)...)
 	if err != nil {
@@ -86,7 +86,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 			}
 			g.note(coordinator.NetDecision{
 				Method: d.Method, URL: d.URL, Verdict: d.Verdict,
-				Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerBrowser,
+				Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerBrowser,
 			})
 		}),
 	}
@@ -117,7 +117,7 @@ func (g *Browser) TakeDecisions() []coordinator.NetDecision {
 	out := g.pending
 	if g.dropped > 0 {
 		out = append(out, coordinator.NetDecision{
-			Verdict: policy.Deny, Layer: coordinator.LayerBrowser,
+			Verdict: policy.Deny, Layer: policy.LayerBrowser,
 			Reason: fmt.Sprintf("%d more request decisions not recorded", g.dropped),
 		})
 	}
