@@ -132,22 +132,17 @@ type Run struct {
 	Client    string `json:"client"` // for KindMCP: the client's name and version
 }
 
-// Step is one tool call of a run and the decision on it: the canonical step record.
+// Step is one tool call of a run and the decision on it: the canonical step record, the shared
+// decision record (policy.Record) with the tool, the time it took and what it returned.
 //
 // URL is the input: AddStep stores only its origin and path, never its query, fragment or userinfo.
 // Origin and Path are the outputs when a step is read back. When URL is "", AddStep derives them
-// from Origin+Path, with the same stripping.
+// from Origin+Path, with the same stripping. The Record's Method is not stored.
 type Step struct {
-	RunID         string        `json:"run_id"`
-	N             int           `json:"n"`
-	Tool          string        `json:"tool"`
-	URL           string        `json:"-"`
-	Origin        string        `json:"origin"`
-	Path          string        `json:"path"`
-	Verdict       string        `json:"verdict"`
-	Rule          string        `json:"rule"`
-	Reason        string        `json:"reason"`
-	Layer         string        `json:"layer"`
+	RunID string `json:"run_id"`
+	Tool  string `json:"tool"`
+	URL   string `json:"-"`
+	policy.Record
 	Duration      time.Duration `json:"-"` // stored and marshalled as duration_ms
 	BytesReturned int           `json:"bytes_returned"`
 	RecordedAt    time.Time     `json:"recorded_at"` // set by AddStep: when the step was committed
@@ -164,20 +159,16 @@ func (st Step) MarshalJSON() ([]byte, error) {
 }
 
 // Sanitize returns st as the store records it: URL cleared, Origin and Path derived from it without
-// query, fragment or userinfo, and every text field bounded. AddStep applies it; callers may use it
-// to log the same canonical record.
+// query, fragment or userinfo (policy.OriginPath), and every text field bounded (policy.Record.Clean).
+// AddStep applies it; callers may use it to log the same canonical record.
 func Sanitize(st Step) Step {
-	raw := st.URL
-	if raw == "" && (st.Origin != "" || st.Path != "") {
-		raw = st.Origin + st.Path
+	if st.URL != "" {
+		st.Origin, st.Path = st.URL, "" // Clean derives origin and path from it
 	}
 	st.URL = ""
-	st.Origin, st.Path = policy.OriginPath(raw)
+	st.Method = ""
+	st.Record = st.Record.Clean()
 	st.Tool = policy.Cut(st.Tool, maxShortLen)
-	st.Verdict = policy.Cut(st.Verdict, maxShortLen)
-	st.Layer = policy.Cut(st.Layer, maxShortLen)
-	st.Rule = auditText(st.Rule)
-	st.Reason = auditText(st.Reason)
 	return st
 }
 
@@ -509,7 +500,7 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 	c := Sanitize(st)
 	q := "INSERT INTO steps (" + strings.Join(stepColumns, ", ") + ") VALUES (" + placeholders(len(stepColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
-		c.RunID, c.N, c.Tool, c.Origin, c.Path, c.Verdict, c.Rule, c.Reason,
+		c.RunID, c.N, c.Tool, c.Origin, c.Path, c.Verdict.String(), c.Rule, c.Reason,
 		c.Layer, c.Duration.Milliseconds(), c.BytesReturned, formatTime(time.Now()))
 	if err != nil {
 		if isForeignKey(err) {
@@ -643,11 +634,11 @@ func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 	var steps []Step
 	for rows.Next() {
 		var (
-			st       Step
-			n, b, ms int64
-			at       string
+			st          Step
+			n, b, ms    int64
+			at, verdict string
 		)
-		if err := rows.Scan(&st.RunID, &n, &st.Tool, &st.Origin, &st.Path, &st.Verdict, &st.Rule,
+		if err := rows.Scan(&st.RunID, &n, &st.Tool, &st.Origin, &st.Path, &verdict, &st.Rule,
 			&st.Reason, &st.Layer, &ms, &b, &at); err != nil {
 			return Run{}, nil, fmt.Errorf("audit: run %s: steps: %w", id, err)
 		}
@@ -655,6 +646,7 @@ func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 			st.RecordedAt, _ = parseTime(at)
 		}
 		st.N, st.BytesReturned, st.Duration = int(n), int(b), time.Duration(ms)*time.Millisecond
+		st.Verdict = policy.ParseVerdict(verdict)
 		steps = append(steps, st)
 	}
 	if err := rows.Err(); err != nil {

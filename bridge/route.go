@@ -107,7 +107,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
-		brd := RequestDecision{Method: method, URL: policy.CleanURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops)}
+		brd := RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, cur, policy.Decision{}), ResourceType: rtype, Frame: frame, Hop: len(hops)}
 		if e := s.budget.admit(); e != nil {
 			s.budgetDenied(brd, e)
 			return &fetched{hops: hops}, e
@@ -123,8 +123,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			return &fetched{hops: hops}, e
 		}
 		if err != nil {
-			s.record(RequestDecision{Method: method, URL: policy.CleanURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
-				Verdict: policy.Deny, Reason: ReasonFetchFailed})
+			s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonFetchFailed}), ResourceType: rtype, Frame: frame, Hop: len(hops)})
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", policy.CleanURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
@@ -143,8 +142,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		resp.Body.Close()
 		n := len(hops) + 1
 		if loc == "" {
-			s.record(RequestDecision{Method: method, URL: policy.CleanURL(cur), ResourceType: rtype, Frame: frame, Hop: n,
-				Verdict: policy.Deny, Reason: ReasonRedirectNoLoc})
+			s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonRedirectNoLoc}), ResourceType: rtype, Frame: frame, Hop: n})
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: status %d %s", policy.CleanURL(cur), resp.StatusCode, ReasonRedirectNoLoc)
 		}
 		d, err := s.pol.DecideRedirect(cur, loc)
@@ -153,8 +151,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		}
 		to := firstNonEmpty(d.URL, loc)
 		hops = append(hops, Hop{From: cur, To: to, Status: resp.StatusCode, Decision: d})
-		rd := RequestDecision{Method: method, URL: policy.CleanURL(to), ResourceType: rtype, Frame: frame, Hop: n,
-			Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason}
+		rd := RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, to, d), ResourceType: rtype, Frame: frame, Hop: n}
 		switch {
 		case !d.Allowed():
 			s.record(rd)
@@ -364,7 +361,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 	case fr != nil:
 		frame = FrameSub
 	}
-	rd := RequestDecision{Method: method, URL: policy.CleanURL(raw), ResourceType: rtype, Frame: frame}
+	rd := RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, raw, policy.Decision{}), ResourceType: rtype, Frame: frame}
 	// A navigation aborted as "blocked by client" commits Chromium's error page in place of the
 	// document; "aborted" cancels it and leaves the current document as it was.
 	code := "blockedbyclient"
@@ -525,8 +522,7 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 // handleWebSocket closes every WebSocket the page opens; the route never connects to a server.
 func (s *Session) handleWebSocket(ws playwright.WebSocketRoute) {
 	s.activity(0)
-	s.record(RequestDecision{Method: http.MethodGet, URL: policy.CleanURL(ws.URL()), ResourceType: "websocket", Frame: FrameNone,
-		Verdict: policy.Deny, Reason: ReasonWebSocket})
+	s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, http.MethodGet, ws.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonWebSocket}), ResourceType: "websocket", Frame: FrameNone})
 	ws.Close(playwright.WebSocketRouteCloseOptions{Code: playwright.Int(1008), Reason: playwright.String("blocked by browser-agent")})
 }
 
@@ -536,8 +532,7 @@ func (s *Session) handlePopup(p playwright.Page) {
 	if p == s.page {
 		return
 	}
-	s.record(RequestDecision{Method: http.MethodGet, URL: policy.CleanURL(p.URL()), ResourceType: "document", Frame: FramePopup,
-		Verdict: policy.Deny, Reason: ReasonPopup})
+	s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, http.MethodGet, p.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonPopup}), ResourceType: "document", Frame: FramePopup})
 	go func() { _ = p.Close() }()
 }
 

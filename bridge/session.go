@@ -329,7 +329,7 @@ func (s *Session) record(d RequestDecision) {
 	if d.Verdict != policy.Allow {
 		// The URL a page chose is logged as policy.LogURL keeps it: never its query or a
 		// path a route leaves open.
-		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, s.pol.LogURL(d.URL), d.Frame, d.Reason)
+		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, s.pol.LogURL(d.URL()), d.Frame, d.Reason)
 	}
 	if s.cfg.hook != nil {
 		s.cfg.hook(d)
@@ -358,8 +358,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("open %s: policy: %w", policy.CleanURL(url), err)
 	}
-	s.record(RequestDecision{Method: http.MethodGet, URL: policy.CleanURL(firstNonEmpty(d.URL, url)), ResourceType: "document",
-		Frame: FrameMain, Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason})
+	s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, http.MethodGet, firstNonEmpty(d.URL, url), d), ResourceType: "document", Frame: FrameMain})
 	if !d.Allowed() {
 		return Page{}, &DeniedError{URL: firstNonEmpty(d.URL, url), Hop: 0, Decision: d}
 	}

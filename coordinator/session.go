@@ -145,7 +145,7 @@ func (s *Session) CheckAnswer(ctx context.Context, raw json.RawMessage) (AnswerC
 		return AnswerCheck{}, o.step, &ArgError{Tool: ToolCheckAnswer, Reason: err.Error()}
 	}
 	v := checkAnswer(r.c.pol, recordID, a, r.res.Evidence)
-	step := Step{Tool: ToolCheckAnswer, Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator, Duration: r.c.clock().Sub(start)}
+	step := Step{Tool: ToolCheckAnswer, Duration: r.c.clock().Sub(start), Record: policy.Record{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 	if v.status == StatusAnswered {
 		step.Verdict = policy.Allow
 	}

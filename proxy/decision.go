@@ -46,14 +46,11 @@ const (
 // CONNECT) as soon as it is established, so before any request inside it. WithDecidedHook gets
 // every record earlier still, as soon as its verdict is taken.
 type Decision struct {
-	Time    time.Time      `json:"time"`
-	Method  string         `json:"method"`
-	Origin  string         `json:"origin"` // scheme://host[:port]; "" when the target did not parse
-	Path    string         `json:"path"`   // canonical path without query; "" for CONNECT
-	Verdict policy.Verdict `json:"verdict"`
-	Rule    string         `json:"rule"`
-	Reason  string         `json:"reason"`
-	Layer   string         `json:"layer"` // always policy.LayerProxy
+	Time time.Time `json:"time"`
+	// Record is the shared decision record: Method, Origin (scheme://host[:port]; "" when the
+	// target did not parse), Path (canonical, without query; "" for CONNECT), Verdict, Rule,
+	// Reason, and Layer, always policy.LayerProxy. Its N is 0: the coordinator numbers it.
+	policy.Record
 	// Status is the HTTP status the client got: the upstream's, or the proxy's own (403, 502, 503,
 	// 504; 200 for an established tunnel).
 	Status int `json:"status"`
@@ -75,9 +72,6 @@ type Decision struct {
 	// Error is what went wrong after an Allow (dial, upstream, copy), "" otherwise.
 	Error string `json:"error,omitempty"`
 }
-
-// Allowed reports whether the verdict is Allow.
-func (d Decision) Allowed() bool { return d.Verdict == policy.Allow }
 
 // MarshalJSON writes the record with duration_ms, as the audit stores durations.
 func (d Decision) MarshalJSON() ([]byte, error) {

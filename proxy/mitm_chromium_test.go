@@ -331,7 +331,7 @@ func TestHTTPSEgress(t *testing.T) {
 			unrec := site.unrecorded(k, rec.all())
 			for _, w := range httpsWrites {
 				if !slices.Contains(unrec, w.kind) || slices.ContainsFunc(bds, func(d bridge.RequestDecision) bool {
-					return d.Verdict == policy.Deny && strings.HasSuffix(d.URL, strings.ReplaceAll(w.path, "KEY", k))
+					return d.Verdict == policy.Deny && strings.HasSuffix(d.URL(), strings.ReplaceAll(w.path, "KEY", k))
 				}) {
 					out = append(out, w.kind)
 				}

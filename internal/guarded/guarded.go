@@ -34,7 +34,7 @@ type Browser struct {
 	proxy *proxy.Proxy
 
 	mu      sync.Mutex
-	pending []coordinator.NetDecision
+	pending []policy.Record
 	dropped int
 }
 
@@ -65,10 +65,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	// request inside an https tunnel as much as a plain one), so it lands in the audit under the
 	// step during which it was sent, even if its response never ends.
 	px, err := proxy.Start(ctx, pol, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) {
-		g.note(coordinator.NetDecision{
-			Method: d.Method, URL: d.Origin + d.Path, Verdict: d.Verdict,
-			Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerProxy,
-		})
+		g.note(d.Record)
 	})}, popts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
@@ -82,12 +79,9 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 		bridge.WithDecisionHook(func(d bridge.RequestDecision) {
 			// Lets the proxy count a request it denies after the browser layer allowed it.
 			if d.Verdict == policy.Allow {
-				px.NoteBrowserAllowed(d.Method, d.URL)
+				px.NoteBrowserAllowed(d.Method, d.URL())
 			}
-			g.note(coordinator.NetDecision{
-				Method: d.Method, URL: d.URL, Verdict: d.Verdict,
-				Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerBrowser,
-			})
+			g.note(d.Record)
 		}),
 	}
 	s, err := start(ctx, pol, append(bopts, opts...)...)
@@ -99,7 +93,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	return g, nil
 }
 
-func (g *Browser) note(d coordinator.NetDecision) {
+func (g *Browser) note(d policy.Record) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.pending) >= MaxPendingDecisions {
@@ -111,12 +105,12 @@ func (g *Browser) note(d coordinator.NetDecision) {
 
 // TakeDecisions returns the requests decided by the browser layer and the proxy since the last
 // call. It implements coordinator.EgressLog.
-func (g *Browser) TakeDecisions() []coordinator.NetDecision {
+func (g *Browser) TakeDecisions() []policy.Record {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := g.pending
 	if g.dropped > 0 {
-		out = append(out, coordinator.NetDecision{
+		out = append(out, policy.Record{
 			Verdict: policy.Deny, Layer: policy.LayerBrowser,
 			Reason: fmt.Sprintf("%d more request decisions not recorded", g.dropped),
 		})
