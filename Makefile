@@ -5,27 +5,35 @@ GO ?= go
 # Longer fuzzing: make fuzz FUZZTIME=10m
 FUZZTIME ?= 60s
 
-.PHONY: all setup build demo test quick vet fmt-check unit fuzz bench bench-e2e clean
+.PHONY: all setup build generate gen-check demo test quick vet fmt-check unit fuzz bench bench-e2e clean
 
 all: build
 
 setup:
 	@scripts/setup
 
-build: setup
+build: setup generate
 	$(GO) build -o bin/browser-agent ./cmd/browser-agent
 	$(GO) build -o bin/demo-site ./cmd/demo-site
+
+# extension/render.js is written from web/static/render.js (the side panel ships the page's renderer).
+generate:
+	$(GO) generate ./web
+
+# Fails when a generated file is not what go generate would write.
+gen-check:
+	$(GO) run ./web/internal/genrender -check web/static/render.js extension/render.js
 
 # The main job: the lookup preset against the embedded demo site, with the offline planner.
 demo: build
 	bin/browser-agent run --preset lookup --db "$${BROWSER_AGENT_DB:-$(CURDIR)/.state/audit.db}"
 
 # The whole suite: formatting, vet, and every test (the fuzz targets run on their seed corpus).
-test: setup fmt-check vet unit
+test: setup fmt-check vet gen-check unit
 
 # The inner loop (about a minute): formatting, vet, and the packages that start no browser.
-QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/testutil/... ./demo-site/...
-quick: fmt-check vet
+QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/testutil/... ./demo-site/... ./web/internal/...
+quick: fmt-check vet gen-check
 	$(GO) test -count=1 $(QUICK_PKGS)
 
 fmt-check:

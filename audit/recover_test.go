@@ -9,9 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // deadPID returns the pid of a process that has ended and been reaped.
@@ -147,39 +148,9 @@ func TestProcessMarker(t *testing.T) {
 	}
 }
 
-// smallDisk mounts a tmpfs of size bytes (needs root) and returns its directory.
-func smallDisk(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for a full disk (needs root): %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fill writes to dir until its disk is full.
-func fill(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v", dir, err)
-			}
-			return
-		}
-	}
-}
-
 func TestWriteErrorFullDisk(t *testing.T) {
 	ctx := context.Background()
-	dir := smallDisk(t, 256<<10)
+	dir := testutil.SmallDisk(t, 256<<10)
 	path := filepath.Join(dir, "audit.db")
 	s, err := Open(path)
 	if err != nil {
@@ -190,7 +161,7 @@ func TestWriteErrorFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fill(t, dir)
+	testutil.FillDisk(t, dir)
 	long := strings.Repeat("r", MaxReasonLen)
 	var werr error
 	for i := 0; i < 10000 && werr == nil; i++ { // the WAL grows until the disk refuses
@@ -212,7 +183,7 @@ func TestWriteErrorReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	immutable(t, path)
+	testutil.ReadOnly(t, path)
 	_, err = Open(path)
 	var we *WriteError
 	if !errors.As(err, &we) {
@@ -220,21 +191,5 @@ func TestWriteErrorReadOnly(t *testing.T) {
 	}
 	if got, want := err.Error(), path+": read-only; make it writable or give another --db"; got != want {
 		t.Errorf("error:\n\tgot  %q\n\twant %q", got, want)
-	}
-}
-
-// immutable makes path read-only even for root: chattr +i where the file system has it, else
-// mode 0400 (enough for a user other than root).
-func immutable(t *testing.T, path string) {
-	t.Helper()
-	if err := exec.Command("chattr", "+i", path).Run(); err == nil {
-		t.Cleanup(func() { exec.Command("chattr", "-i", path).Run() })
-		return
-	}
-	if os.Geteuid() == 0 {
-		t.Skip("cannot make a file read-only for root here (no chattr +i)")
-	}
-	if err := os.Chmod(path, 0o400); err != nil {
-		t.Fatal(err)
 	}
 }

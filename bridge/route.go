@@ -99,11 +99,10 @@ func isRedirect(status int) bool { return status >= 300 && status < 400 }
 // body is sent only with a write, which is possible only for a sign-in route while a person holds
 // the session's lease (doWrite checks both again); a 307/308 hop carries it on under the same check.
 func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, hdr http.Header, body []byte, rtype, frame string) (*fetched, error) {
-	maxHops := s.pol.Limits().MaxRedirectHops
-	cur := rawURL
-	seen := map[string]bool{cur: true}
-	var hops []Hop
+	walk := NewRedirects(s.pol, rawURL)
 	for {
+		cur := walk.URL()
+		hops := walk.Hops()
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
@@ -140,34 +139,13 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		loc := resp.Header.Get("Location")
 		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 		resp.Body.Close()
-		n := len(hops) + 1
-		if loc == "" {
-			s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonRedirectNoLoc}), ResourceType: rtype, Frame: frame, Hop: n})
-			return &fetched{hops: hops}, fmt.Errorf("fetch %s: status %d %s", policy.CleanURL(cur), resp.StatusCode, ReasonRedirectNoLoc)
+		n, d, err := walk.Follow(resp.StatusCode, loc)
+		if d != (policy.Decision{}) {
+			s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
 		}
-		d, err := s.pol.DecideRedirect(cur, loc)
 		if err != nil {
-			return &fetched{hops: hops}, fmt.Errorf("redirect hop %d: policy: %w", n, err)
+			return &fetched{hops: walk.Hops()}, err
 		}
-		to := firstNonEmpty(d.URL, loc)
-		hops = append(hops, Hop{From: cur, To: to, Status: resp.StatusCode, Decision: d})
-		rd := RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, to, d), ResourceType: rtype, Frame: frame, Hop: n}
-		switch {
-		case !d.Allowed():
-			s.record(rd)
-			return &fetched{hops: hops}, &DeniedError{URL: to, Hop: n, Decision: d}
-		case n > maxHops:
-			rd.Verdict, rd.Reason = policy.Deny, ReasonHopLimit
-			s.record(rd)
-			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d to %s, cap %d", ErrHopLimit, n, policy.CleanURL(to), maxHops)
-		case seen[to]:
-			rd.Verdict, rd.Reason = policy.Deny, ReasonRedirectLoop
-			s.record(rd)
-			return &fetched{hops: hops}, fmt.Errorf("%w: hop %d back to %s", ErrRedirectLoop, n, policy.CleanURL(to))
-		}
-		s.record(rd)
-		seen[to] = true
-		cur = to
 		if resp.StatusCode == http.StatusSeeOther || (method != http.MethodGet && method != http.MethodHead &&
 			(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound)) {
 			method, body = http.MethodGet, nil

@@ -63,3 +63,42 @@ func TestEmbeddedPolicyAllowsExactlyTheReadRoutes(t *testing.T) {
 		t.Errorf("admin %s allowed", srv.AdminURL)
 	}
 }
+
+// TestEmbeddedPolicySignIn: the demo's policy names one sign-in write, POST /login, for serve's
+// sign-in handoff (only under a person's lease: the callers ask DecideSignIn only then). Every
+// other write, and /login with another method or on another origin, is not a sign-in write.
+func TestEmbeddedPolicySignIn(t *testing.T) {
+	const origin = "http://127.0.0.1:8081"
+	p, err := policy.Parse(PolicyYAML(origin), "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := func(s string) *policy.URL {
+		t.Helper()
+		pu, err := policy.ParseURL(s, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pu
+	}
+	if d := p.DecideSignIn("POST", u(origin+"/login")); !d.Allowed() {
+		t.Errorf("POST /login under a lease: %v %q, want allow", d.Verdict, d.Reason)
+	}
+	if secs, ok := p.SignInWait(u(origin + "/login")); !ok || secs != 180 {
+		t.Errorf("SignInWait: %d %v, want 180 s", secs, ok)
+	}
+	for _, w := range []struct{ method, url string }{
+		{"PUT", origin + "/login"},
+		{"GET", origin + "/login"},
+		{"POST", origin + "/login/"},
+		{"POST", origin + "/records/SYN-0042/delete"},
+		{"POST", origin + "/records/SYN-0042/edit"},
+		{"POST", origin + "/search"},
+		{"POST", "http://127.0.0.1:8082/login"},
+		{"POST", "https://127.0.0.1:8081/login"},
+	} {
+		if d := p.DecideSignIn(w.method, u(w.url)); d.Allowed() {
+			t.Errorf("%s %s as a sign-in write: allowed, want deny", w.method, w.url)
+		}
+	}
+}

@@ -21,6 +21,9 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
+// The side panel's renderer is the page's, written by go generate (make build runs it).
+//go:generate go run ./internal/genrender static/render.js ../extension/render.js
+
 //go:embed static
 var staticFS embed.FS
 

@@ -383,12 +383,6 @@ func TestNoInlineScript(t *testing.T) {
 	if n < 3 {
 		t.Errorf("checked %d HTML files, want the page, the side panel and the options", n)
 	}
-	// The side panel ships the page's renderer unchanged.
-	a, _ := fs.ReadFile(staticFS, "static/render.js")
-	b, err := os.ReadFile(filepath.Join(repo, "extension", "render.js"))
-	if err != nil || !bytes.Equal(a, b) {
-		t.Errorf("extension/render.js differs from web/static/render.js (copy it over): %v", err)
-	}
 }
 
 func TestRunStream(t *testing.T) {

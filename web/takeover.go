@@ -20,12 +20,18 @@ import (
 // take over (POST /api/runs/{id}/takeover) and sign in.
 const StateWaiting = "waiting_for_human"
 
-// Lease times: a lease ends when its holder sends nothing for LeaseIdle, and at LeaseMax in any
-// case. Variables so that tests can shorten them.
-var (
-	LeaseIdle = 60 * time.Second
-	LeaseMax  = 5 * time.Minute
+// Lease times by default: a lease ends when its holder sends nothing for DefaultLeaseIdle (input
+// renews it), and DefaultLeaseMax after it was taken in any case. WithLease sets others.
+const (
+	DefaultLeaseIdle = 60 * time.Second
+	DefaultLeaseMax  = 5 * time.Minute
 )
+
+// WithLease sets how long a takeover lease lasts without input (idle) and at most (max, however
+// active its holder). Values below a second, and an idle longer than max, are refused by New.
+func WithLease(idle, max time.Duration) Option {
+	return func(s *Server) { s.leaseIdle, s.leaseMax = idle, max }
+}
 
 // TakeoverBrowser is what a sign-in takeover needs of a run's browser: *guarded.Browser has it.
 // None of it is a coordinator.Browser method: the model's tools cannot reach it.
@@ -185,7 +191,7 @@ func (s *Server) takeoverStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, "the lease is already held", nil)
 		return
 	}
-	t.holder, t.started, t.expires, t.hardEnd, t.clicks, t.keys = v, now, now.Add(LeaseIdle), now.Add(LeaseMax), 0, 0
+	t.holder, t.started, t.expires, t.hardEnd, t.clicks, t.keys = v, now, now.Add(s.leaseIdle), now.Add(s.leaseMax), 0, 0
 	t.b.SetSignInLease(true)
 	t.mu.Unlock()
 	run.setState(StateWaiting, 0, func(i *RunInfo) {
@@ -194,7 +200,7 @@ func (s *Server) takeoverStart(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	s.logf("web: run %s: a person took over", run.id)
-	writeJSON(w, http.StatusOK, map[string]any{"held": true, "idle_seconds": int(LeaseIdle / time.Second), "max_seconds": int(LeaseMax / time.Second)})
+	writeJSON(w, http.StatusOK, map[string]any{"held": true, "idle_seconds": int(s.leaseIdle / time.Second), "max_seconds": int(s.leaseMax / time.Second)})
 }
 
 // takeoverRelease is POST /api/runs/{id}/release: the holder hands the browser back.
@@ -272,7 +278,11 @@ func (s *Server) takeoverInput(w http.ResponseWriter, r *http.Request) {
 		t.keys += len([]rune(in.Text))
 	}
 	if now := s.clock(); t.holder == v {
-		t.expires = now.Add(LeaseIdle)
+		// Activity renews the idle expiry, never past the hard maximum.
+		t.expires = now.Add(s.leaseIdle)
+		if t.expires.After(t.hardEnd) {
+			t.expires = t.hardEnd
+		}
 	}
 	t.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)

@@ -58,8 +58,11 @@ func (b *leaseBrowser) TakeoverScreenshot(ctx context.Context) ([]byte, error) {
 
 func signInPolicy(t *testing.T) *policy.Policy {
 	t.Helper()
-	src := strings.Replace(string(demosite.PolicyYAML(site.URL)), "    search: /search?q={query}\n",
-		"    search: /search?q={query}\n    signin: {routes: [/login], methods: [POST], wait_seconds: 30}\n", 1)
+	// The demo's own policy names its sign-in route; the tests wait 30 s, not its 180.
+	src := strings.Replace(string(demosite.PolicyYAML(site.URL)), "wait_seconds: 180}", "wait_seconds: 30}", 1)
+	if !strings.Contains(src, "wait_seconds: 30}") {
+		t.Fatal("the demo policy has no signin key with wait_seconds: 180")
+	}
 	pol, err := policy.Parse([]byte(src), "signin policy")
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +88,7 @@ func (l *logBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.
 func TestTakeover(t *testing.T) {
 	const typed = "typed-pw-5521"
 	owner, other := xff("10.0.0.1"), xff("10.0.0.2")
-	setup := func(t *testing.T) (*httptest.Server, *fakeClock, *leaseBrowser, *logBuf, string) {
+	setup := func(t *testing.T, opts ...Option) (*httptest.Server, *fakeClock, *leaseBrowser, *logBuf, string) {
 		clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 		lb := &leaseBrowser{}
 		logs := &logBuf{}
@@ -93,8 +96,8 @@ func TestTakeover(t *testing.T) {
 			lb.HTTP = browsertest.NewHTTP(pol)
 			return lb, lb.HTTP, nil
 		}
-		s, err := New(signInPolicy(t), WithLauncher(launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
-			WithClock(clock.Now), WithTrustedProxies(loopback), WithLogf(logs.logf))
+		s, err := New(signInPolicy(t), append([]Option{WithLauncher(launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+			WithClock(clock.Now), WithTrustedProxies(loopback), WithLogf(logs.logf)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,13 +200,59 @@ func TestTakeover(t *testing.T) {
 		}
 	})
 
+	t.Run("activity renews the lease up to its hard maximum", func(t *testing.T) {
+		const idle, max = 20 * time.Second, 50 * time.Second
+		ts, clock, lb, _, id := setup(t, WithLease(idle, max))
+		base := ts.URL + "/api/runs/" + id
+		r := do(t, "POST", base+"/takeover", `{}`, owner)
+		var lease struct {
+			IdleSeconds int `json:"idle_seconds"`
+			MaxSeconds  int `json:"max_seconds"`
+		}
+		r.json(t, &lease)
+		if r.code != http.StatusOK || lease.IdleSeconds != 20 || lease.MaxSeconds != 50 {
+			t.Fatalf("takeover: %d %s, want 200 with the configured lease", r.code, r.body)
+		}
+		// Input every 15 s keeps the lease past its idle time (20 s)...
+		for range 3 {
+			clock.Add(15 * time.Second)
+			if r := do(t, "POST", base+"/input", `{"kind":"key","key":"Tab"}`, owner); r.code != http.StatusNoContent {
+				t.Fatalf("input at %v: %d %s, want 204 (renewed by activity)", clock.Now(), r.code, r.body)
+			}
+		}
+		if r := do(t, "GET", base+"/takeover/frame", "", owner); r.code != http.StatusOK {
+			t.Fatalf("frame at 45 s: %d, want 200", r.code)
+		}
+		// ...but not past its maximum (50 s), however active the holder.
+		clock.Add(6 * time.Second)
+		if r := do(t, "POST", base+"/input", `{"kind":"key","key":"Tab"}`, owner); r.code != http.StatusConflict {
+			t.Errorf("input past the maximum: %d, want 409", r.code)
+		}
+		if r := do(t, "GET", base+"/takeover/frame", "", owner); r.code != http.StatusConflict {
+			t.Errorf("frame past the maximum: %d, want 409", r.code)
+		}
+		res := waitResult(t, ts.URL, id)
+		if res.Status != coordinator.StatusHuman {
+			t.Errorf("status %s, want human_action_required (the lease ended without a sign-in)", res.Status)
+		}
+		lb.mu.Lock()
+		held := lb.held
+		lb.mu.Unlock()
+		if held {
+			t.Errorf("the browser's sign-in lease is still set after the lease ended")
+		}
+		if len(lb.touched) != 3 {
+			t.Errorf("the page received %d inputs, want the 3 sent within the lease", len(lb.touched))
+		}
+	})
+
 	t.Run("the lease expires", func(t *testing.T) {
 		ts, clock, _, _, id := setup(t)
 		base := ts.URL + "/api/runs/" + id
 		if r := do(t, "POST", base+"/takeover", `{}`, owner); r.code != http.StatusOK {
 			t.Fatalf("takeover: %d", r.code)
 		}
-		clock.Add(LeaseIdle + time.Second)
+		clock.Add(DefaultLeaseIdle + time.Second)
 		if r := do(t, "POST", base+"/input", `{"kind":"key","key":"Tab"}`, owner); r.code != http.StatusConflict {
 			t.Errorf("input after expiry: %d, want 409", r.code)
 		}

@@ -91,6 +91,18 @@ func TestPagePresets(t *testing.T) {
 			must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: "+p.Name))
 			must(t, "first step", expect.Locator(page.Locator("#steps li").First()).ToBeVisible())
 			shot(t, page, "page-"+p.Name+"-during")
+			if p.Name == "sign-in" {
+				// The demo policy names its sign-in route: the run waits for the visitor, who takes
+				// over and hands back without signing in; the page still asks for a password, so the
+				// run ends as the preset expects. Each stage says what is happening.
+				must(t, "paused banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerAgent))
+				must(t, "waiting for you", expect.Locator(page.Locator("#takeover-note")).ToContainText("Waiting for you: the agent reached a sign-in page and is paused"))
+				must(t, "take over", page.Locator("#takeover-start").Click())
+				must(t, "person banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerPerson))
+				must(t, "in control", expect.Locator(page.Locator("#takeover-note")).ToContainText("You are in control: click into the page and type."))
+				must(t, "hand back", page.Locator("#takeover-release").Click())
+				must(t, "agent continues", expect.Locator(page.Locator("#takeover-note")).ToContainText("Handed back: the agent continues in the same browser."))
+			}
 			result := page.Locator(`#result-body .result-view[data-status="` + string(p.Expect) + `"]`)
 			if err := expect.Locator(result).ToBeVisible(); err != nil {
 				body, _ := page.Locator("#result-body").TextContent()

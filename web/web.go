@@ -196,6 +196,8 @@ type Server struct {
 	poolStop     context.CancelFunc // stops the pool's refills when the server begins to stop
 	logf         func(string, ...any)
 	handler      http.Handler
+	// leaseIdle and leaseMax bound a sign-in takeover lease (WithLease).
+	leaseIdle, leaseMax time.Duration
 
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -232,10 +234,13 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 		pol: pol, clock: time.Now, limits: DefaultLimits(), origins: map[string]bool{},
 		speed: 1, maxGap: 1500 * time.Millisecond, frames: true, logf: func(string, ...any) {},
 		visits: map[string][]time.Time{}, played: map[string][]time.Time{}, vstreams: map[string]int{}, runs: map[string]*run{},
-		recent: map[string]Recording{},
+		recent: map[string]Recording{}, leaseIdle: DefaultLeaseIdle, leaseMax: DefaultLeaseMax,
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.leaseIdle < time.Second || s.leaseMax < s.leaseIdle {
+		return nil, fmt.Errorf("web: a takeover lease needs an idle time of at least 1s and a maximum no shorter (got %v and %v)", s.leaseIdle, s.leaseMax)
 	}
 	if s.recordings == nil {
 		recs, err := EmbeddedRecordings()

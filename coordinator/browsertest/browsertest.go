@@ -29,7 +29,8 @@ const DefaultChunk = 2000
 const maxBody = 2 << 20
 
 // HTTP is a fake browser that fetches pages with net/http. It never follows a redirect by itself:
-// each Location is decided by the policy as a new navigation, as the bridge does. It is safe for
+// it walks every redirect chain with the bridge's bridge.Redirects, so each Location is decided
+// exactly as the bridge decides it. It is safe for
 // concurrent use.
 type HTTP struct {
 	pol    *policy.Policy
@@ -89,10 +90,11 @@ func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
 	if !d.Allowed() {
 		return bridge.Page{}, &bridge.DeniedError{URL: raw, Decision: d}
 	}
-	target := d.URL
-	seen := map[string]bool{target: true}
-	var hops []bridge.Hop
-	for hop := 0; ; hop++ {
+	// The bridge's own walk decides every hop: this double differs from the bridge in how it
+	// fetches and reads a page, never in which URLs it may fetch.
+	walk := bridge.NewRedirects(b.pol, d.URL)
+	for {
+		target := walk.URL()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
 			return bridge.Page{}, fmt.Errorf("open %s: %w", target, err)
@@ -106,23 +108,13 @@ func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
 		if err != nil {
 			return bridge.Page{}, fmt.Errorf("open %s: %w", target, err)
 		}
-		if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
-			if hop+1 > b.pol.Limits().MaxRedirectHops {
-				return bridge.Page{}, fmt.Errorf("open %s: %w", raw, bridge.ErrHopLimit)
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			if _, _, err := walk.Follow(resp.StatusCode, resp.Header.Get("Location")); err != nil {
+				if _, denied := err.(*bridge.DeniedError); denied {
+					return bridge.Page{}, err
+				}
+				return bridge.Page{}, fmt.Errorf("open %s: %w", raw, err)
 			}
-			next, err := b.pol.DecideRedirect(target, loc)
-			if err != nil {
-				return bridge.Page{}, err
-			}
-			hops = append(hops, bridge.Hop{From: target, To: next.URL, Status: resp.StatusCode, Decision: next})
-			if !next.Allowed() {
-				return bridge.Page{}, &bridge.DeniedError{URL: loc, Hop: hop + 1, Decision: next}
-			}
-			if seen[next.URL] {
-				return bridge.Page{}, fmt.Errorf("open %s: %w", raw, bridge.ErrRedirectLoop)
-			}
-			seen[next.URL] = true
-			target = next.URL
 			continue
 		}
 		truncated := len(body) > maxBody
@@ -138,7 +130,7 @@ func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
 		b.cur = p
 		b.mu.Unlock()
 		text, next, more := chunk(p.text, 0, b.chunk)
-		return bridge.Page{URL: p.url, Title: p.title, Status: p.status, Text: text, Next: next, More: more, Truncated: truncated, Hops: hops}, nil
+		return bridge.Page{URL: p.url, Title: p.title, Status: p.status, Text: text, Next: next, More: more, Truncated: truncated, Hops: walk.Hops()}, nil
 	}
 }
 

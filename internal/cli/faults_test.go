@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,13 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -94,36 +93,6 @@ func auditOf(t *testing.T, db, id string) audit.Run {
 	return r
 }
 
-// smallDisk mounts a tmpfs of size bytes (needs root) and returns its directory.
-func smallDisk(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs for a full disk (needs root): %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fill writes to dir until its disk is full.
-func fill(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling %s: %v", dir, err)
-			}
-			return
-		}
-	}
-}
-
 // TestStoreUnwritableFailsClosed: an audit store that cannot be written ends the run before any
 // browser work, with a reason that names the store and what to do.
 func TestStoreUnwritableFailsClosed(t *testing.T) {
@@ -136,25 +105,18 @@ func TestStoreUnwritableFailsClosed(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.Close()
-		if err := exec.Command("chattr", "+i", db).Run(); err != nil {
-			if os.Geteuid() == 0 {
-				t.Skip("cannot make a file read-only for root here (no chattr +i)")
-			}
-			os.Chmod(db, 0o400)
-		} else {
-			t.Cleanup(func() { exec.Command("chattr", "-i", db).Run() })
-		}
+		testutil.ReadOnly(t, db)
 		return db
 	}
 	fullDisk := func(t *testing.T) string {
-		dir := smallDisk(t, 512<<10)
+		dir := testutil.SmallDisk(t, 512<<10)
 		db := filepath.Join(dir, "audit.db")
 		s, err := audit.Open(db)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
-		fill(t, dir)
+		testutil.FillDisk(t, dir)
 		return db
 	}
 	tests := []struct {
@@ -182,12 +144,12 @@ func TestStoreUnwritableFailsClosed(t *testing.T) {
 // an error naming the store, and no further browser work happens.
 func TestStoreFullMidRun(t *testing.T) {
 	fakeRun(t)
-	dir := smallDisk(t, 512<<10)
+	dir := testutil.SmallDisk(t, 512<<10)
 	db := filepath.Join(dir, "audit.db")
 	var b *browsertest.HTTP
 	launchBrowser = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 		b = browsertest.NewHTTP(pol)
-		return fillingBrowser{b, func() { fill(t, dir) }}, b, nil
+		return fillingBrowser{b, func() { testutil.FillDisk(t, dir) }}, b, nil
 	}
 	code, stdout, stderr := runCLI(t, "run", "--preset", "lookup", "--json", "--db", db)
 	r := decodeRun(t, stdout)

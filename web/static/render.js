@@ -1,5 +1,5 @@
 // render.js builds the DOM of steps and results for the live-demo page and the Chrome side panel.
-// The side panel ships an identical copy (extension/render.js); a test keeps them equal.
+// The side panel ships it unchanged: go generate ./web (make build) writes extension/render.js from it.
 // Everything from the server is set with textContent, never as HTML.
 
 export function el(tag, attrs, ...children) {
@@ -103,7 +103,7 @@ export function resultView(res, info) {
   const box = el("div", { class: "result-view", "data-status": res.status });
   box.append(el("p", { class: "result-status" }, statusBadge(res.status), " ", el("span", { class: "result-reason", text: res.reason })));
   if (res.status === "human_action_required") {
-    box.append(el("p", { class: "hint", text: "The agent stopped at a sign-in form and read nothing from it. In a deployment a person signs in through the live view and the agent continues; the public demo does not hand off." }));
+    box.append(el("p", { class: "hint", text: "The agent stopped at a sign-in form and read nothing from it, and nobody signed in. While a run waits at a sign-in page, the visitor who started it can take over from the live view on the demo page, sign in and hand back; the agent then continues in the same session." }));
   }
   if (res.note) {
     box.append(el("p", { class: "note" }, el("strong", { text: "Model said: " }), res.note));

@@ -6,7 +6,7 @@
 const $ = (id) => document.getElementById(id);
 const KEYS = new Set(["Enter", "Tab", "Backspace", "Delete", "Escape", "ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End"]);
 
-let state = null; // { id, held, timer, url }
+let state = null; // { id, held, timer, url, idle, max }
 
 async function post(id, what, body) {
   const r = await fetch("/api/runs/" + encodeURIComponent(id) + "/" + what, {
@@ -17,6 +17,7 @@ async function post(id, what, body) {
     try { msg = (await r.json()).error || msg; } catch (e) { /* not JSON */ }
     throw new Error(msg);
   }
+  return r.status === 204 ? null : r.json();
 }
 
 function stopFrames() {
@@ -31,7 +32,11 @@ function stopFrames() {
 async function refresh() {
   if (!state || !state.held) return;
   const r = await fetch("/api/runs/" + encodeURIComponent(state.id) + "/takeover/frame", { cache: "no-store" });
-  if (!r.ok) { if (r.status === 409) ended("Your lease ended (idle or at its maximum); the agent continues."); return; }
+  if (!r.ok) {
+    if (r.status === 409) ended("Your control ended (" + state.idle + " s without input, or its " + state.max + " s maximum). " +
+      "If you signed in, the agent continues; if not, the run ends: human action required.");
+    return;
+  }
   const url = URL.createObjectURL(await r.blob());
   const img = $("takeover-frame");
   if (state.url) URL.revokeObjectURL(state.url);
@@ -73,20 +78,28 @@ export function showTakeover(id, info, mine) {
   $("takeover-banner").textContent = t.banner;
   const until = new Date(t.wait_until);
   $("takeover-start").hidden = !mine || t.held || state.held;
-  $("takeover-note").textContent = !mine ? "Only the visitor who started this run can take over; their screen is not shown to others."
-    : t.held ? "" : "The agent reached a sign-in page and is paused; it sees nothing of this page. Take over before " +
-      until.toLocaleTimeString() + " to sign in with the demo credential shown on the page, then hand back.";
+  if (!mine) {
+    $("takeover-note").textContent = "Only the visitor who started this run can take over; their screen is not shown to others.";
+  } else if (!t.held && !state.held) {
+    $("takeover-note").textContent = "Waiting for you: the agent reached a sign-in page and is paused; it sees nothing of this page. " +
+      "Take over before " + until.toLocaleTimeString() + ", sign in on the page, then hand back. " +
+      "If nobody takes over by then, the run ends: human action required.";
+  }
 }
 
 $("takeover-start").addEventListener("click", async () => {
   if (!state) return;
+  let lease;
   try {
-    await post(state.id, "takeover");
+    lease = await post(state.id, "takeover");
   } catch (e) { $("takeover-note").textContent = "Take over refused: " + e.message; return; }
   state.held = true;
+  state.idle = lease.idle_seconds;
+  state.max = lease.max_seconds;
   $("takeover-start").hidden = true;
   $("takeover-release").hidden = false;
-  $("takeover-note").textContent = "You are in control. Click into the page and type; the agent is paused and never sees your typing.";
+  $("takeover-note").textContent = "You are in control: click into the page and type. The agent is paused and never sees what you type. " +
+    "Your control ends after " + state.idle + " s without input, " + state.max + " s at most.";
   await refresh();
   state.timer = setInterval(refresh, 1000);
   $("takeover-frame").focus();
@@ -96,7 +109,7 @@ $("takeover-release").addEventListener("click", async () => {
   if (!state) return;
   await queue; // what was typed reaches the page before the agent gets it back
   try { await post(state.id, "release"); } catch (e) { /* the lease may have ended already */ }
-  ended("Handed back: the agent continues in the same browser.");
+  ended("Handed back: the agent continues in the same browser. If the page still asks for a password, the run ends: human action required.");
 });
 
 $("takeover-frame").addEventListener("click", (e) => {
