@@ -5,7 +5,7 @@ GO ?= go
 # Longer fuzzing: make fuzz FUZZTIME=10m
 FUZZTIME ?= 60s
 
-.PHONY: all setup build generate gen-check demo test quick vet fmt-check unit fuzz bench bench-e2e clean
+.PHONY: all setup build generate gen-check demo test quick vet fmt-check unit fuzz bench bench-e2e bench-ratio clean
 
 all: build
 
@@ -79,6 +79,12 @@ bench-e2e: setup
 	$(GO) test -run '^$$' -bench ColdStart -benchtime 3x -count 6 -timeout 30m ./bench | tee -a .state/bench-e2e.txt
 	$(GO) test -run '^$$' -bench GuardedVsUnguarded -benchtime 20x -count 6 -timeout 30m ./bridge | tee -a .state/bench-e2e.txt
 	@if [ -x "$(BENCHSTAT)" ]; then "$(BENCHSTAT)" .state/bench-e2e.txt; fi
+
+# Issue 18's three ratios in one run (lookup guarded/plain over http and https, cold start
+# agent/plain), medians of 5 runs, with the load average: make bench-ratio, or BURN=1 for a CPU
+# burner pinned to core 0 during the run.
+bench-ratio: setup
+	BURN=$(BURN) bench/ratio.sh
 
 clean:
 	rm -rf bin .state tests/out

@@ -1,8 +1,3 @@
-// Package audit records runs and their tool steps, metadata only, in a durable SQLite store.
-//
-// The store never holds page text, field values, answers, query strings or secrets. This is enforced
-// here rather than left to callers: a Step carries a URL, and the store keeps only its origin and
-// path; rule and reason texts are cut at the first '?' or '#' and bounded in length.
 package audit
 
 import (

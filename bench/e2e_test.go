@@ -46,6 +46,7 @@ func chromiumPath(tb testing.TB) string {
 type plainLookup struct {
 	page   playwright.Page
 	origin string
+	steps  *stepTimes
 }
 
 const (
@@ -55,9 +56,12 @@ const (
 
 func (p plainLookup) run(id string) error {
 	step := func(url string, links, fields bool) error {
+		start := time.Now()
 		if _, err := p.page.Goto(url, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad}); err != nil {
 			return err
 		}
+		p.steps.add("plain-goto", time.Since(start))
+		start = time.Now()
 		if _, err := p.page.InnerText("body"); err != nil {
 			return err
 		}
@@ -75,6 +79,7 @@ func (p plainLookup) run(id string) error {
 				return err
 			}
 		}
+		p.steps.add("plain-read", time.Since(start))
 		return nil
 	}
 	if err := step(p.origin+"/search?q="+id, true, false); err != nil {
@@ -84,6 +89,66 @@ func (p plainLookup) run(id string) error {
 		return err
 	}
 	return step(p.origin+"/sources/b/"+id, false, true)
+}
+
+// stepTimes collects the duration of each kind of step (a guarded tool call, a plain Goto or read)
+// over a benchmark's iterations, for the per-step medians it reports.
+type stepTimes struct {
+	mu sync.Mutex
+	on bool
+	d  map[string][]time.Duration
+}
+
+func (st *stepTimes) add(name string, d time.Duration) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.on {
+		return
+	}
+	if st.d == nil {
+		st.d = map[string][]time.Duration{}
+	}
+	st.d[name] = append(st.d[name], d)
+}
+
+// report adds the median of every step kind, in ms, to the benchmark's metrics.
+func (st *stepTimes) report(b *testing.B) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for name, ds := range st.d {
+		b.ReportMetric(ms(median(ds)), name+"-ms")
+	}
+}
+
+// timedBrowser is the guarded browser with its tool calls timed. The other methods (the
+// decisions' log, liveness) are the guarded browser's own.
+type timedBrowser struct {
+	*guarded.Browser
+	steps *stepTimes
+}
+
+func (t timedBrowser) Open(ctx context.Context, url string) (bridge.Page, error) {
+	start := time.Now()
+	defer func() { t.steps.add("guarded-open", time.Since(start)) }()
+	return t.Browser.Open(ctx, url)
+}
+
+func (t timedBrowser) Read(ctx context.Context, offset int) (bridge.Chunk, error) {
+	start := time.Now()
+	defer func() { t.steps.add("guarded-read", time.Since(start)) }()
+	return t.Browser.Read(ctx, offset)
+}
+
+func (t timedBrowser) Links(ctx context.Context) ([]bridge.Link, error) {
+	start := time.Now()
+	defer func() { t.steps.add("guarded-links", time.Since(start)) }()
+	return t.Browser.Links(ctx)
+}
+
+func (t timedBrowser) Fields(ctx context.Context) ([]bridge.Field, error) {
+	start := time.Now()
+	defer func() { t.steps.add("guarded-fields", time.Since(start)) }()
+	return t.Browser.Fields(ctx)
 }
 
 // BenchmarkLookup runs the lookup preset (offline planner, coordinator, guarded browser with its
@@ -141,12 +206,14 @@ func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Op
 	if err != nil {
 		b.Fatal(err)
 	}
-	plain := plainLookup{page: page, origin: origin}
+	steps := &stepTimes{}
+	plain := plainLookup{page: page, origin: origin, steps: steps}
+	tb := timedBrowser{Browser: g, steps: steps}
 
 	preset, _ := coordinator.PresetByName("lookup")
 	c := coordinator.New(pol)
 	guardedRun := func() {
-		res := c.Run(ctx, coordinator.RunArgs{Task: preset.Task, Preset: preset.Name, Model: coordinator.Offline(), Browser: g})
+		res := c.Run(ctx, coordinator.RunArgs{Task: preset.Task, Preset: preset.Name, Model: coordinator.Offline(), Browser: tb})
 		if res.Status != coordinator.StatusAnswered {
 			b.Fatalf("lookup: %s: %s; steps %+v", res.Status, res.Reason, res.Steps)
 		}
@@ -160,6 +227,7 @@ func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Op
 	plainRun()
 	tg := make([]time.Duration, 0, b.N)
 	tp := make([]time.Duration, 0, b.N)
+	steps.on = true
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -174,6 +242,7 @@ func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Op
 	b.ReportMetric(ms(mg), "guarded-ms")
 	b.ReportMetric(ms(mp), "plain-ms")
 	b.ReportMetric(float64(mg)/float64(mp), "guarded/plain")
+	steps.report(b)
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -185,48 +254,55 @@ func median(ds []time.Duration) time.Duration {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	binMu    sync.Mutex
+	binPaths = map[string]string{}
 )
 
 // agentBinary builds cmd/browser-agent once per test binary, into a temporary directory.
 func agentBinary(b testing.TB) string {
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "bench-browser-agent-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "browser-agent")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/browser-agent/browser-agent/cmd/browser-agent").CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if binErr != nil {
-		b.Fatal(binErr)
+	return buildOnce(b, "github.com/browser-agent/browser-agent/cmd/browser-agent")
+}
+
+// buildOnce builds the main package pkg once per test binary, into a temporary directory.
+func buildOnce(b testing.TB, pkg string) string {
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binPaths[pkg]; ok {
+		return p
 	}
-	return binPath
+	dir, err := os.MkdirTemp("", "bench-bin-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(dir, filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", p, pkg).CombinedOutput(); err != nil {
+		b.Fatalf("go build %s: %v: %s", pkg, err, out)
+	}
+	binPaths[pkg] = p
+	return p
 }
 
 // BenchmarkColdStart runs "browser-agent run --preset lookup" as a new process per iteration: the
 // embedded demo site, the audit store, the driver, the egress proxy, a fresh Chromium, the run and
-// the shutdown. It reports the median wall time and the median peak RSS (VmHWM) of the
-// browser-agent process itself (Chromium and the Node driver excluded), polled from
-// /proc/PID/status every 5 ms until the process exits.
+// the shutdown. Interleaved in the same iterations it runs bench/plaincold, a plain playwright-go
+// program that starts the same demo site, launches Chromium and reads the lookup's three pages.
+// It reports the median wall time of each, their ratio (agent/plain), and the median peak RSS
+// (VmHWM) of the browser-agent process itself (Chromium and the Node driver excluded), polled
+// from /proc/PID/status every 5 ms until the process exits.
 //
 //	go test ./bench -run '^$' -bench ColdStart -benchtime 5x -count 5
 func BenchmarkColdStart(b *testing.B) {
 	bin := agentBinary(b)
+	plainBin := buildOnce(b, "github.com/browser-agent/browser-agent/bench/plaincold")
 	drv := driverDir(b)
 	dir := b.TempDir()
-	var walls []time.Duration
+	env := append(os.Environ(), bridge.EnvDriverDir+"="+drv, "BROWSER_AGENT_DB="+filepath.Join(dir, "audit.db"))
+	var walls, plainWalls []time.Duration
 	var rss []int64
 	b.ResetTimer()
 	for i := range b.N {
 		cmd := exec.Command(bin, "run", "--preset", "lookup", "--db", filepath.Join(dir, "audit.db"))
-		cmd.Env = append(os.Environ(), bridge.EnvDriverDir+"="+drv, "BROWSER_AGENT_DB="+filepath.Join(dir, "audit.db"))
+		cmd.Env = env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		start := time.Now()
@@ -255,10 +331,22 @@ func BenchmarkColdStart(b *testing.B) {
 		}
 		walls = append(walls, wall)
 		rss = append(rss, peak)
+
+		plain := exec.Command(plainBin)
+		plain.Env = env
+		stderr.Reset()
+		plain.Stderr = &stderr
+		start = time.Now()
+		if err := plain.Run(); err != nil {
+			b.Fatalf("plain %d: %v\n%s", i, err, stderr.String())
+		}
+		plainWalls = append(plainWalls, time.Since(start))
 	}
 	b.StopTimer()
 	slices.Sort(rss)
 	b.ReportMetric(ms(median(walls)), "wall-ms")
+	b.ReportMetric(ms(median(plainWalls)), "plain-wall-ms")
+	b.ReportMetric(float64(median(walls))/float64(median(plainWalls)), "agent/plain")
 	b.ReportMetric(float64(rss[len(rss)/2])/1024, "peak-rss-MiB")
 	b.ReportMetric(0, "ns/op")
 }

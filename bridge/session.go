@@ -183,27 +183,16 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	if err != nil {
 		return s, fmt.Errorf("launch chromium %s: %w", cfg.chromium, err)
 	}
-	if err := s.verifyBrowser(ctx); err != nil {
+	// The browser is verified while the page is set up (two round trips to the browser each):
+	// nothing is opened before both are done, and a browser that fails the check is closed.
+	verified := make(chan error, 1)
+	go func() { verified <- verifyLaunched(s, ctx) }()
+	if err := s.setupPage(); err != nil {
+		<-verified
+		return s, err
+	}
+	if err := <-verified; err != nil {
 		return s, fmt.Errorf("launch: %w", err)
-	}
-	script := strings.ReplaceAll(initScript, "__BA_TIMERS__", s.timers)
-	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(script)}); err != nil {
-		return s, fmt.Errorf("launch: init script: %w", err)
-	}
-	all := func(string) bool { return true }
-	if err := s.bctx.Route(all, s.handleRoute); err != nil {
-		return s, fmt.Errorf("launch: route: %w", err)
-	}
-	if err := s.bctx.RouteWebSocket(all, s.handleWebSocket); err != nil {
-		return s, fmt.Errorf("launch: websocket route: %w", err)
-	}
-	if pages := s.bctx.Pages(); len(pages) > 0 {
-		s.page = pages[0]
-		for _, p := range pages[1:] {
-			go func() { _ = p.Close() }()
-		}
-	} else if s.page, err = s.bctx.NewPage(); err != nil {
-		return s, fmt.Errorf("launch: page: %w", err)
 	}
 	s.bctx.OnPage(s.handlePopup)
 	s.bctx.SetDefaultNavigationTimeout(float64(cfg.navTimeout.Milliseconds()))
@@ -218,6 +207,39 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	cfg.logf("bridge: launched chromium %s pid %d, profile %s", s.version, s.pid, s.profile)
 	return s, nil
 }
+
+// setupPage installs the init script and the request routes on the browser context, then takes
+// its page (closing any other). Routes are in place before the page exists, so that no request
+// of it is ever unrouted.
+func (s *Session) setupPage() error {
+	script := strings.ReplaceAll(initScript, "__BA_TIMERS__", s.timers)
+	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(script)}); err != nil {
+		return fmt.Errorf("launch: init script: %w", err)
+	}
+	all := func(string) bool { return true }
+	if err := s.bctx.Route(all, s.handleRoute); err != nil {
+		return fmt.Errorf("launch: route: %w", err)
+	}
+	if err := s.bctx.RouteWebSocket(all, s.handleWebSocket); err != nil {
+		return fmt.Errorf("launch: websocket route: %w", err)
+	}
+	if pages := s.bctx.Pages(); len(pages) > 0 {
+		s.page = pages[0]
+		for _, p := range pages[1:] {
+			go func() { _ = p.Close() }()
+		}
+		return nil
+	}
+	var err error
+	if s.page, err = s.bctx.NewPage(); err != nil {
+		return fmt.Errorf("launch: page: %w", err)
+	}
+	return nil
+}
+
+// verifyLaunched is the launch's check of the browser; tests replace it to see a failing check
+// refuse the session.
+var verifyLaunched = (*Session).verifyBrowser
 
 // verifyBrowser checks that the browser behind the context is the one this session launched: the
 // browser process reported over CDP must be a descendant of this process and run with this

@@ -1,5 +1,3 @@
-// Package bridge drives a dedicated, guarded Chromium through playwright-go: every request and
-// redirect hop is decided by the policy, and pages are read in an isolated world.
 package bridge
 
 import (

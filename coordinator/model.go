@@ -1,6 +1,3 @@
-// Package coordinator runs one research task: it gives a model five read tools, checks every tool
-// call with the policy before any browser work, and reports an answer only when the evidence it
-// extracted in this run backs every claimed value.
 package coordinator
 
 import (

@@ -249,6 +249,18 @@ func (s *Site) login(w http.ResponseWriter, r *http.Request) {
 	redirect(w, http.StatusSeeOther, localPath(r.PostForm.Get("next")))
 }
 
+// SessionIDs returns the session cookie values issued by sign-ins so far: tests look for them
+// where they must never appear (logs, the audit, the event stream).
+func (s *Site) SessionIDs() []string {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	out := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		out = append(out, id)
+	}
+	return out
+}
+
 // signedIn reports whether r carries a session cookie from a sign-in.
 func (s *Site) signedIn(r *http.Request) bool {
 	c, err := r.Cookie(SessionCookie)

@@ -1,7 +1,3 @@
-// Package demosite serves a synthetic records website for exercising the browser agent: a
-// deterministic set of records, a second registry that disagrees on a few of them, write routes
-// that really change the data, a sign-in wall, a redirect chain, off-site links and a prompt
-// injection, plus a separate admin handler that reports mutations and the request log.
 package demosite
 
 import (

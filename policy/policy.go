@@ -1,5 +1,3 @@
-// Package policy decides, by exact scheme, host, port and route rules, which URLs the agent and its
-// browser may read; everything else, and every write, is denied.
 package policy
 
 import (

@@ -1,8 +1,3 @@
-// Package web serves the live demo: one page with the five presets, a task box, a live view of the
-// agent's browser, the steps as they happen and the result; a JSON API with a Server-Sent Events
-// stream for the page, the Chrome side panel and scripts; and the public-run limits (one run at a
-// time, runs per visitor per hour, a daily model-spend cap after which a recorded real run plays,
-// failing closed when the spend ledger cannot be read).
 package web
 
 import (

@@ -1,7 +1,3 @@
-// Package browsertest provides fake browsers for tests of the coordinator and the command line:
-// HTTP reads a live site over plain HTTP the way the bridge reads it with Chromium (every URL and
-// redirect hop decided by the policy, credential pages withheld), and Pages serves canned pages.
-// Neither runs script; they are test doubles, not a browser.
 package browsertest
 
 import (

@@ -1,8 +1,3 @@
-// Package openai adapts any OpenAI-compatible Chat Completions server (OpenAI, vLLM, Ollama,
-// llama.cpp) to coordinator.Model. Import it as openaimodel.
-//
-// Whether a model may be used at all is the policy's decision, checked by the caller before New;
-// NewApproved does that check itself and refuses before any client exists.
 package openai
 
 import (

@@ -1,4 +1,3 @@
-// Package cli implements the browser-agent subcommands.
 package cli
 
 import (

@@ -1,5 +1,3 @@
-// Package guarded launches the browser a run drives: a dedicated Chromium, whose bridge decides
-// every request, behind the run's own egress proxy, which decides it again at the network layer.
 package guarded
 
 import (
@@ -32,6 +30,7 @@ const MaxPendingDecisions = 500
 type Browser struct {
 	*bridge.Session
 	proxy *proxy.Proxy
+	rt    *bridge.Runtime // the driver, when the Browser started its own (LaunchWith)
 
 	mu      sync.Mutex
 	pending []policy.Record
@@ -48,8 +47,42 @@ func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Br
 // LaunchWith is Launch with options for the egress proxy too (proxy.WithUpstreamRoots for a
 // private deployment's authority). A decided hook among them replaces the one that feeds
 // TakeDecisions.
+//
+// The Playwright driver (a Node process, the slowest part of a cold start) starts while the proxy
+// does; the Browser owns it and stops it on Close.
 func LaunchWith(ctx context.Context, pol *policy.Policy, popts []proxy.Option, opts ...bridge.Option) (*Browser, error) {
-	return launch(ctx, bridge.Launch, pol, popts, opts)
+	type started struct {
+		rt  *bridge.Runtime
+		err error
+	}
+	driver := make(chan started, 1)
+	go func() {
+		rt, err := bridge.NewRuntime(opts...)
+		driver <- started{rt, err}
+	}()
+	var rt *bridge.Runtime
+	start := func(ctx context.Context, pol *policy.Policy, o ...bridge.Option) (*bridge.Session, error) {
+		d := <-driver
+		if d.err != nil {
+			return nil, d.err
+		}
+		rt = d.rt
+		return rt.Launch(ctx, pol, o...)
+	}
+	g, err := launch(ctx, start, pol, popts, opts)
+	if err != nil {
+		if rt == nil { // the proxy failed first: the driver may still be starting
+			if d := <-driver; d.err == nil {
+				rt = d.rt
+			}
+		}
+		if rt != nil {
+			_ = rt.Close()
+		}
+		return nil, err
+	}
+	g.rt = rt
+	return g, nil
 }
 
 // LaunchOn is Launch with the Chromium started by rt, a driver that stays up across runs: only the
@@ -147,9 +180,13 @@ func (g *Browser) Alive() error {
 // Proxy is the run's egress proxy, for its counters.
 func (g *Browser) Proxy() *proxy.Proxy { return g.proxy }
 
-// Close stops the browser, then the proxy.
+// Close stops the browser, then its driver when the Browser started it, then the proxy.
 func (g *Browser) Close() error {
-	return errors.Join(g.Session.Close(), g.proxy.Close())
+	err := g.Session.Close()
+	if g.rt != nil {
+		err = errors.Join(err, g.rt.Close())
+	}
+	return errors.Join(err, g.proxy.Close())
 }
 
 // SetSignInLease sets the sign-in lease on both layers: the bridge (the page may submit to a

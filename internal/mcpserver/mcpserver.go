@@ -1,9 +1,3 @@
-// Package mcpserver serves the coordinator's five read tools, and its answer check, to any Model
-// Context Protocol client. Every call goes through the coordinator exactly as a run's tool calls
-// do: the same strict arguments, the same policy, the same guarded browser (bridge and egress
-// proxy), the same evidence. Each MCP session gets its own browser, started on its first tool call
-// and closed when the session ends or sits idle, and is recorded in the audit store as a run of
-// kind "mcp".
 package mcpserver
 
 import (

@@ -1,0 +1,18 @@
+// Package bridge drives a dedicated, guarded Chromium through playwright-go: every request and
+// redirect hop is decided by the policy, and pages are read in an isolated world.
+//
+// The browser never fetches a document or a subresource itself: the bridge routes every request,
+// decides it with the policy, fetches it with Go without following redirects (Redirects walks
+// each chain hop by hop) and fulfils it. It sits on policy, beside proxy and audit; the
+// coordinator drives it through coordinator.Browser, and internal/guarded puts each Session behind
+// the run's egress proxy.
+//
+// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
+// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
+// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
+//
+// Key types: Runtime (one Playwright driver, NewRuntime), Session (one guarded Chromium,
+// Runtime.Launch; Open, Read, Links, Fields), Page, Chunk, Link and Field (what a read returns),
+// Hop and Redirects (the redirect walk), RequestDecision (every decision the bridge made), and
+// the errors DeniedError, EgressError, BudgetError.
+package bridge

@@ -1,0 +1,14 @@
+// Package cli implements the browser-agent subcommands: run, check-url, serve, mcp, audit and
+// setup. cmd/browser-agent is a thin main around Main.
+//
+// It is the top layer: it reads flags and files, opens the audit store, launches the guarded
+// browser (internal/guarded) and hands them to the coordinator, web or internal/mcpserver. Bad
+// input gets an ExitError naming what was wrong, before anything starts.
+//
+// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
+// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
+// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
+//
+// Key types: Main (the entry point), ExitError (an exit code and its message) and Launcher (how
+// a subcommand gets its browser; tests substitute one).
+package cli
