@@ -14,31 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mxschmitt/playwright-go"
+
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/guarded"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
-	"github.com/mxschmitt/playwright-go"
 )
-
-// driverDir is the Playwright driver the bridge uses (scripts/setup installs it).
-func driverDir(tb testing.TB) string {
-	d, err := bridge.DriverDir()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return d
-}
-
-func chromiumPath(tb testing.TB) string {
-	c, err := bridge.ChromiumPath()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
-}
 
 // plainLookup is what a plain playwright-go script does for the lookup preset, with no policy,
 // proxy or checks: the offline planner's navigations and reads on the same pages (search page:
@@ -187,13 +172,13 @@ func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Op
 	}
 	defer g.Close()
 
-	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(b), SkipInstallBrowsers: true})
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: testbrowser.DriverDir(), SkipInstallBrowsers: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer pw.Stop()
 	browser, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
-		ExecutablePath:  playwright.String(chromiumPath(b)),
+		ExecutablePath:  playwright.String(testbrowser.Chromium()),
 		Headless:        playwright.Bool(true),
 		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0),
 		Args:            plainArgs,
@@ -294,7 +279,7 @@ func buildOnce(b testing.TB, pkg string) string {
 func BenchmarkColdStart(b *testing.B) {
 	bin := agentBinary(b)
 	plainBin := buildOnce(b, "github.com/browser-agent/browser-agent/bench/plaincold")
-	drv := driverDir(b)
+	drv := testbrowser.DriverDir()
 	dir := b.TempDir()
 	env := append(os.Environ(), bridge.EnvDriverDir+"="+drv, "BROWSER_AGENT_DB="+filepath.Join(dir, "audit.db"))
 	var walls, plainWalls []time.Duration

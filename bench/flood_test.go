@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -184,7 +185,7 @@ func TestImageFlood(t *testing.T) {
 		t.Fatal("this test reads /proc")
 	}
 	bin := agentBinary(t)
-	drv := driverDir(t)
+	drv := testbrowser.DriverDir()
 	site := newFloodSite()
 	defer site.Close()
 	dir := t.TempDir()

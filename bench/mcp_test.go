@@ -18,6 +18,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 )
 
 // BenchmarkMCP times browser-agent mcp (the real binary over stdio, driven by the Go SDK's
@@ -75,7 +76,7 @@ func BenchmarkMCP(b *testing.B) {
 		f, w = plainSide(b, urls, warm)
 		first[1], warmMed[1] = append(first[1], f), append(warmMed[1], w)
 		if pwMCP != "" {
-			f, w = mcpSide(b, "node", "playwright-mcp", []string{pwMCP, "--headless", "--isolated", "--executable-path", chromiumPath(b), "--no-sandbox"}, urls, warm,
+			f, w = mcpSide(b, "node", "playwright-mcp", []string{pwMCP, "--headless", "--isolated", "--executable-path", testbrowser.Chromium(), "--no-sandbox"}, urls, warm,
 				func(u string) (string, string) { return "browser_navigate", `{"url":"` + u + `"}` }, "browser_snapshot", `{}`)
 			first[2], warmMed[2] = append(first[2], f), append(warmMed[2], w)
 		}
@@ -107,7 +108,7 @@ func mcpSide(b *testing.B, cmdName, label string, args []string, urls []string, 
 	defer cancel()
 	cmd := exec.Command(cmdName, args...)
 	cmd.Dir = b.TempDir() // Playwright MCP writes its output folder here
-	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir(b))
+	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+testbrowser.DriverDir())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
@@ -144,12 +145,12 @@ func mcpSide(b *testing.B, cmdName, label string, args []string, urls []string, 
 // plainSide is the same with plain playwright-go: no policy, proxy or checks.
 func plainSide(b *testing.B, urls []string, warm int) (float64, float64) {
 	start := time.Now()
-	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(b), SkipInstallBrowsers: true})
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: testbrowser.DriverDir(), SkipInstallBrowsers: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer pw.Stop()
-	br, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{ExecutablePath: playwright.String(chromiumPath(b)), Headless: playwright.Bool(true), Args: []string{"--no-sandbox"}})
+	br, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{ExecutablePath: playwright.String(testbrowser.Chromium()), Headless: playwright.Bool(true), Args: []string{"--no-sandbox"}})
 	if err != nil {
 		b.Fatal(err)
 	}

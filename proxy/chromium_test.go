@@ -20,11 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mxschmitt/playwright-go"
+
 	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
-	"github.com/mxschmitt/playwright-go"
 )
 
 // escapeKinds are the requests the escape page makes that must never arrive: each is a path on
@@ -238,20 +240,13 @@ func describe(ds []proxy.Decision) []string {
 	return out
 }
 
-func driverDir(t *testing.T) string {
-	d, err := bridge.DriverDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+// drv is the one Playwright driver of the package's Chromium tests, started by the first of them.
+var drv testbrowser.Shared
 
-func chromiumPath() string {
-	c, err := bridge.ChromiumPath()
-	if err != nil {
-		return bridge.DefaultChromium // the launch then fails and says so
-	}
-	return c
+func TestMain(m *testing.M) {
+	code := m.Run()
+	drv.Stop()
+	os.Exit(code)
 }
 
 type decisions struct {
@@ -277,35 +272,10 @@ func (d *decisions) all() []proxy.Decision {
 // browser reaches nothing.
 func TestBrowserEgress(t *testing.T) {
 	f := newEscapeFixture(t)
-	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(t), SkipInstallBrowsers: true, Stdout: os.Stderr, Stderr: os.Stderr})
-	if err != nil {
-		t.Fatalf("playwright driver: %v: run scripts/setup (or make setup)", err)
-	}
-	defer pw.Stop()
+	pw := drv.Get(t)
 	launch := func(t *testing.T, opts playwright.BrowserTypeLaunchOptions) playwright.Page {
 		t.Helper()
-		opts.ExecutablePath = playwright.String(chromiumPath())
-		opts.Headless = playwright.Bool(true)
-		opts.ChromiumSandbox = playwright.Bool(os.Geteuid() != 0)
-		b, err := pw.Chromium.Launch(opts)
-		if err != nil {
-			t.Fatalf("launch chromium: %v: run scripts/setup (or make setup)", err)
-		}
-		t.Cleanup(func() { b.Close() })
-		bctx, err := b.NewContext()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// As in the bridge's tests: without it Chromium's own local-network checks may block the
-		// loopback WebSockets on their own, and the control would not show what the proxy stops.
-		if err := bctx.GrantPermissions([]string{"local-network-access"}); err != nil {
-			t.Fatalf("grant local-network-access: %v", err)
-		}
-		page, err := bctx.NewPage()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return page
+		return testbrowser.Page(t, pw, opts, playwright.BrowserNewContextOptions{})
 	}
 	var rt *bridge.Runtime // one driver for the bridge's sessions
 	defer func() {
@@ -317,7 +287,7 @@ func TestBrowserEgress(t *testing.T) {
 		t.Helper()
 		if rt == nil {
 			var err error
-			if rt, err = bridge.NewRuntime(bridge.WithDriverDir(driverDir(t)), bridge.WithChromium(chromiumPath())); err != nil {
+			if rt, err = bridge.NewRuntime(bridge.WithDriverDir(testbrowser.DriverDir()), bridge.WithChromium(testbrowser.Chromium())); err != nil {
 				t.Fatalf("bridge runtime: %v: run scripts/setup (or make setup)", err)
 			}
 		}
@@ -495,20 +465,13 @@ func TestChromiumBackgroundTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(t), SkipInstallBrowsers: true, Stdout: os.Stderr, Stderr: os.Stderr})
-	if err != nil {
-		t.Fatalf("playwright driver: %v: run scripts/setup (or make setup)", err)
-	}
-	defer pw.Stop()
+	pw := drv.Get(t)
 	launch := func(t *testing.T, opts playwright.BrowserTypeLaunchOptions) {
 		t.Helper()
-		opts.ExecutablePath = playwright.String(chromiumPath())
-		opts.Headless = playwright.Bool(true)
-		opts.ChromiumSandbox = playwright.Bool(os.Geteuid() != 0)
 		opts.IgnoreDefaultArgs = backgroundFlags
-		b, err := pw.Chromium.Launch(opts)
+		b, err := testbrowser.Launch(pw, opts)
 		if err != nil {
-			t.Fatalf("launch chromium: %v", err)
+			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
 	}

@@ -10,18 +10,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mxschmitt/playwright-go"
+
 	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
-	"github.com/mxschmitt/playwright-go"
 )
 
 // httpsWrites are the requests the https write page makes to its own (allowed) origin that must
@@ -180,33 +181,10 @@ func (s *httpsSite) unrecorded(key string, ds []proxy.Decision) []string {
 // and the proxy still run.
 func TestHTTPSEgress(t *testing.T) {
 	site := newHTTPSSite(t)
-	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(t), SkipInstallBrowsers: true, Stdout: os.Stderr, Stderr: os.Stderr})
-	if err != nil {
-		t.Fatalf("playwright driver: %v: run scripts/setup (or make setup)", err)
-	}
-	defer pw.Stop()
+	pw := drv.Get(t)
 	launch := func(t *testing.T, opts playwright.BrowserTypeLaunchOptions, ignoreHTTPSErrors bool) playwright.Page {
 		t.Helper()
-		opts.ExecutablePath = playwright.String(chromiumPath())
-		opts.Headless = playwright.Bool(true)
-		opts.ChromiumSandbox = playwright.Bool(os.Geteuid() != 0)
-		b, err := pw.Chromium.Launch(opts)
-		if err != nil {
-			t.Fatalf("launch chromium: %v", err)
-		}
-		t.Cleanup(func() { b.Close() })
-		bctx, err := b.NewContext(playwright.BrowserNewContextOptions{IgnoreHttpsErrors: playwright.Bool(ignoreHTTPSErrors)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := bctx.GrantPermissions([]string{"local-network-access"}); err != nil {
-			t.Fatalf("grant local-network-access: %v", err)
-		}
-		page, err := bctx.NewPage()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return page
+		return testbrowser.Page(t, pw, opts, playwright.BrowserNewContextOptions{IgnoreHttpsErrors: playwright.Bool(ignoreHTTPSErrors)})
 	}
 	// visitWrites loads the write page, waits until ready, then navigates on so that the unload
 	// requests are sent.
@@ -294,7 +272,7 @@ func TestHTTPSEgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		rt, err := bridge.NewRuntime(bridge.WithDriverDir(driverDir(t)), bridge.WithChromium(chromiumPath()))
+		rt, err := bridge.NewRuntime(bridge.WithDriverDir(testbrowser.DriverDir()), bridge.WithChromium(testbrowser.Chromium()))
 		if err != nil {
 			t.Fatalf("bridge runtime: %v", err)
 		}

@@ -17,27 +17,12 @@ import (
 	"testing"
 
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 )
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "browser-agent-e2e")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "browser-agent")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/browser-agent")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building browser-agent:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbrowser.RunWithBinary(m, &binary)) }
 
 // result is the --json output of browser-agent run.
 type result struct {

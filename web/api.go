@@ -51,6 +51,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/runs/{id}", s.getRun)
 	mux.HandleFunc("GET /api/runs/{id}/events", s.events)
 	mux.HandleFunc("GET /api/runs/{id}/frame", s.frame)
+	mux.HandleFunc("GET /api/runs/{id}/takeover", s.takeoverStatus)
 	mux.HandleFunc("POST /api/runs/{id}/takeover", s.takeoverStart)
 	mux.HandleFunc("POST /api/runs/{id}/release", s.takeoverRelease)
 	mux.HandleFunc("POST /api/runs/{id}/input", s.takeoverInput)
@@ -131,7 +132,9 @@ func allowedMethods(p string) string {
 	case len(seg) == 2 && seg[0] == "runs" && seg[1] != "",
 		len(seg) == 3 && seg[0] == "runs" && seg[1] != "" && (seg[2] == "events" || seg[2] == "frame"):
 		return "GET, HEAD"
-	case len(seg) == 3 && seg[0] == "runs" && seg[1] != "" && (seg[2] == "takeover" || seg[2] == "release" || seg[2] == "input"):
+	case len(seg) == 3 && seg[0] == "runs" && seg[1] != "" && seg[2] == "takeover":
+		return "GET, HEAD, POST"
+	case len(seg) == 3 && seg[0] == "runs" && seg[1] != "" && (seg[2] == "release" || seg[2] == "input"):
 		return "POST"
 	case len(seg) == 4 && seg[0] == "runs" && seg[1] != "" && seg[2] == "takeover" && seg[3] == "frame":
 		return "GET, HEAD"

@@ -12,6 +12,10 @@
 // those (through its Browser interface); internal/guarded, which puts a bridge session behind a
 // proxy; web and internal/mcpserver; internal/cli and the two commands on top.
 //
+// A serve run that reaches a sign-in page on a site whose policy names sign-in routes waits for
+// the visitor who started it (takeover.go): a lease (WithLease: idle expiry, hard maximum) during
+// which the model's tools are paused and that visitor alone sends input to the page and sees it.
+//
 // Key types: Server (New; the page, the API and the SSE stream), Limits (the public-run limits),
 // Ledger (the spend ledger; *audit.Store), Launcher, RunSpec and Execute (one run and its
 // Moments), and Recording (a recorded real run played past the spend cap).

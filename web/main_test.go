@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -42,10 +42,7 @@ func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
 	var err error
-	if repo, err = repoRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
+	repo = testbrowser.RepoRoot()
 	site, err = demosite.Start(context.Background(), "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: demo site:", err)
@@ -62,56 +59,14 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer agentRT.Close()
-	pw, err = playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir(), SkipInstallBrowsers: true, Stdout: io.Discard, Stderr: os.Stderr})
+	drv, err := testbrowser.Start(io.Discard, chromiumArgs...)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: playwright driver in %s: %v: run scripts/setup\n", driverDir(), err)
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
 	}
-	defer pw.Stop()
-	ui, err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
-		ExecutablePath:  playwright.String(chromium()),
-		Headless:        playwright.Bool(true),
-		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0), // root: Playwright adds --no-sandbox
-		Args:            chromiumArgs,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: launch %s: %v\n", chromium(), err)
-		return 1
-	}
-	defer ui.Close()
+	defer drv.Close()
+	pw, ui = drv.PW, drv.Browser
 	return m.Run()
-}
-
-// repoRoot is the directory holding go.mod, above the package directory.
-func repoRoot() (string, error) {
-	d, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		d = filepath.Dir(d)
-	}
-}
-
-// driverDir is the Playwright driver scripts/setup installs, found as the bridge finds it.
-func driverDir() string {
-	if d, err := bridge.DriverDir(); err == nil {
-		return d
-	}
-	return filepath.Join(repo, "driver") // playwright.Run then fails and says where it looked
-}
-
-func chromium() string {
-	if c, err := bridge.ChromiumPath(); err == nil {
-		return c
-	}
-	return bridge.DefaultChromium
 }
 
 // realLaunch launches the agent's guarded Chromium through the bridge.

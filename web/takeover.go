@@ -173,6 +173,30 @@ func (s *Server) takeoverRun(w http.ResponseWriter, r *http.Request) (*run, stri
 	return run, v, true
 }
 
+// TakeoverStatusJSON is GET /api/runs/{id}/takeover: whether the asking visitor is the one who
+// may take over the run (a page following a link to someone else's run is a spectator), and the
+// run's takeover state.
+type TakeoverStatusJSON struct {
+	Yours   bool `json:"yours"`
+	Waiting bool `json:"waiting"`
+	Held    bool `json:"held"`
+}
+
+// takeoverStatus is GET /api/runs/{id}/takeover.
+func (s *Server) takeoverStatus(w http.ResponseWriter, r *http.Request) {
+	run := s.lookup(r.PathValue("id"))
+	if run == nil {
+		writeError(w, http.StatusNotFound, "no such run", nil)
+		return
+	}
+	t := run.to
+	t.mu.Lock()
+	st := TakeoverStatusJSON{Yours: s.visitor(r) == run.visitor, Waiting: t.b != nil, Held: t.b != nil && t.holder != ""}
+	t.mu.Unlock()
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, st)
+}
+
 // takeoverStart is POST /api/runs/{id}/takeover: the run's visitor takes the lease.
 func (s *Server) takeoverStart(w http.ResponseWriter, r *http.Request) {
 	run, v, ok := s.takeoverRun(w, r)

@@ -118,6 +118,17 @@ func TestTakeover(t *testing.T) {
 	t.Run("owner signs in, others cannot", func(t *testing.T) {
 		ts, _, lb, logs, id := setup(t)
 		base := ts.URL + "/api/runs/" + id
+		// Whose run it is: the page asks before it offers the take-over button.
+		for _, v := range []struct {
+			who  map[string]string
+			want bool
+		}{{owner, true}, {other, false}} {
+			var st TakeoverStatusJSON
+			r := do(t, "GET", base+"/takeover", "", v.who)
+			if r.json(t, &st); r.code != http.StatusOK || st.Yours != v.want || !st.Waiting || st.Held {
+				t.Errorf("GET takeover as %v: %d %+v, want yours=%v, waiting, not held", v.who, r.code, st, v.want)
+			}
+		}
 		// Nothing before a takeover, nothing for another visitor.
 		if r := do(t, "POST", base+"/input", `{"kind":"text","text":"x"}`, owner); r.code != http.StatusConflict {
 			t.Errorf("input before the takeover: %d %s, want 409", r.code, r.body)
@@ -290,7 +301,18 @@ func TestTakeoverSignInRealBrowser(t *testing.T) {
 func takeoverSignIn(t *testing.T, launch Launcher) {
 	owner := xff("10.0.0.7")
 	logs := &logBuf{}
-	s, err := New(signInPolicy(t), WithLauncher(launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+	// What the model is given, as a transcript would hold it.
+	var transcript logBuf
+	model := func() (coordinator.Model, error) {
+		off := coordinator.Offline()
+		return coordinator.ModelFunc{ModelName: off.Name(), F: func(ctx context.Context, msgs []coordinator.Message, tools []coordinator.ToolSpec) (coordinator.Turn, error) {
+			for _, m := range msgs {
+				transcript.logf("%+v", m)
+			}
+			return off.Next(ctx, msgs, tools)
+		}}, nil
+	}
+	s, err := New(signInPolicy(t), WithLauncher(launch), WithModel("offline", model), WithLedger(newLedger()),
 		WithTrustedProxies(loopback), WithLogf(logs.logf))
 	if err != nil {
 		t.Fatal(err)
@@ -345,13 +367,27 @@ func takeoverSignIn(t *testing.T, launch Launcher) {
 	if strings.Contains(all, demosite.DemoPassword) {
 		t.Errorf("the typed password reached the events, replay, run, result or log")
 	}
+	tr := transcript.String()
+	if !strings.Contains(tr, coordinator.ReasonPersonActed) {
+		t.Errorf("the model was not told a person acted on the page: the transcript is not what it was given")
+	}
+	secrets := append([]string{demosite.DemoPassword}, site.Site.SessionIDs()...)
+	if len(secrets) < 2 {
+		t.Errorf("no session was issued: the sign-in did not reach the site")
+	}
+	for _, secret := range secrets {
+		if strings.Contains(tr, secret) || strings.Contains(all, secret) {
+			t.Errorf("the password or a session cookie reached the model's transcript, the events or the log")
+		}
+	}
 }
 
 // TestPageTakeover: a real browser drives the demo page as the visitor: start sign-in, take over,
 // click into the live view, type the demo credential, submit, hand back → the run ends answered.
 // A second visitor's page shows the banner but no take-over button and no frame.
 func TestPageTakeover(t *testing.T) {
-	s, err := New(signInPolicy(t), WithLauncher(realLaunch), WithModel("offline", offlineModel), WithLedger(newLedger()))
+	s, err := New(signInPolicy(t), WithLauncher(realLaunch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+		WithTrustedProxies(loopback))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,6 +402,32 @@ func TestPageTakeover(t *testing.T) {
 	must(t, "take over", page.Locator("#takeover-start").Click())
 	must(t, "person banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerPerson))
 	must(t, "frame", expect.Locator(page.Locator("#takeover-frame")).ToBeVisible())
+	// Another visitor following the run sees who is in control, and neither the button nor the
+	// frame; the frame endpoint refuses them.
+	bctx, err := ui.NewContext(playwright.BrowserNewContextOptions{ExtraHttpHeaders: map[string]string{"X-Forwarded-For": "10.0.0.22"}})
+	must(t, "spectator context", err)
+	t.Cleanup(func() { bctx.Close() })
+	spec, err := bctx.NewPage()
+	must(t, "spectator page", err)
+	watchPage(t, spec)
+	id := page0ID(t, page)
+	_, err = spec.Goto(ts.URL + "/#run=" + id)
+	must(t, "spectator goto", err)
+	must(t, "spectator banner", expect.Locator(spec.Locator("#takeover-banner")).ToHaveText(BannerPerson))
+	must(t, "spectator note", expect.Locator(spec.Locator("#takeover-note")).ToContainText("Only the visitor who started this run can take over"))
+	must(t, "no take-over button", expect.Locator(spec.Locator("#takeover-start")).ToBeHidden())
+	must(t, "no frame", expect.Locator(spec.Locator("#takeover-frame")).ToBeHidden())
+	for _, what := range []string{"takeover/frame", "takeover", "input", "release"} {
+		method := "POST"
+		if what == "takeover/frame" {
+			method = "GET"
+		}
+		code, err := spec.Evaluate(`([u, m]) => fetch(u, m === "GET" ? {} : {method: m, headers: {"Content-Type": "application/json"}, body: '{"kind":"key","key":"Enter"}'}).then(r => r.status)`,
+			[]any{"/api/runs/" + id + "/" + what, method})
+		if err != nil || code != http.StatusForbidden {
+			t.Errorf("the spectator's %s %s: %v %v, want 403", method, what, code, err)
+		}
+	}
 	frame := page.Locator("#takeover-frame")
 	must(t, "click into the view", frame.Click(playwright.LocatorClickOptions{Position: &playwright.Position{X: 5, Y: 5}}))
 	kb := page.Keyboard()

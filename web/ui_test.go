@@ -11,6 +11,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 )
 
 // expect waits up to a minute: a live run launches a Chromium and drives it.
@@ -273,7 +274,7 @@ func TestPageSixRuns(t *testing.T) {
 func TestSidePanel(t *testing.T) {
 	ext := filepath.Join(repo, "extension")
 	bctx, err := pw.Chromium.LaunchPersistentContext(t.TempDir(), playwright.BrowserTypeLaunchPersistentContextOptions{
-		ExecutablePath:    playwright.String(chromium()),
+		ExecutablePath:    playwright.String(testbrowser.Chromium()),
 		Headless:          playwright.Bool(true),
 		ChromiumSandbox:   playwright.Bool(os.Geteuid() != 0),
 		IgnoreDefaultArgs: []string{"--disable-extensions"},

@@ -11,13 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/web"
 )
@@ -34,24 +34,6 @@ func fakeBrowser(t *testing.T) {
 	serveWarm = false
 	t.Cleanup(func() { launchBrowser, serveWarm = old, oldWarm })
 	t.Setenv("BROWSER_AGENT_DB", filepath.Join(t.TempDir(), "default-audit.db"))
-}
-
-// lockedBuffer is a bytes.Buffer safe for a command running in another goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestServeUsage(t *testing.T) {
@@ -94,7 +76,7 @@ func TestServe(t *testing.T) {
 	serveListening = func(a string) { addrc <- a }
 	t.Cleanup(func() { serveContext, serveListening = oldCtx, oldListen })
 
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testutil.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Main([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--allow-origin", "chrome-extension://abcdefghijklmnopabcdefghijklmnop"},
@@ -264,14 +246,14 @@ func TestRecordUsage(t *testing.T) {
 }
 
 // startServe runs "serve --addr 127.0.0.1:0 args..." until the test ends and returns its base URL.
-func startServe(t *testing.T, args ...string) (base string, stderr *lockedBuffer) {
+func startServe(t *testing.T, args ...string) (base string, stderr *testutil.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	oldCtx, oldListen := serveContext, serveListening
 	serveContext = func() (context.Context, context.CancelFunc) { return ctx, cancel }
 	serveListening = func(a string) { addrc <- a }
-	stderr = &lockedBuffer{}
+	stderr = &testutil.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Main(append([]string{"serve", "--addr", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, stderr)

@@ -12,8 +12,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // The network, subresource, redirect and URL (route) families again over https: the hostile site
@@ -153,10 +155,8 @@ func controlBrowser(t *testing.T, c *tcase) playwright.Browser {
 		return plain
 	}
 	plainTLS.once.Do(func() {
-		plainTLS.b, plainTLS.err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
-			ExecutablePath: playwright.String("/usr/bin/chromium"),
-			Headless:       playwright.Bool(true),
-			Args:           append(append([]string{}, plainArgs...), "--ignore-certificate-errors"),
+		plainTLS.b, plainTLS.err = testbrowser.Launch(pw, playwright.BrowserTypeLaunchOptions{
+			Args: append(append([]string{}, plainArgs...), "--ignore-certificate-errors"),
 		})
 	})
 	if plainTLS.err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/browser-agent/browser-agent/policy"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browser-agent/browser-agent/policy"
 )
 
 // The same hostile pages, driven through "browser-agent mcp" by a compromised MCP client: the

@@ -322,8 +322,8 @@ type guarded struct {
 	}
 }
 
-var guardSem = make(chan struct{}, 3) // binaries at a time (2 cores)
-var ctlSem = make(chan struct{}, 3)   // positive controls at a time, in the shared browser
+var guardSem = make(chan struct{}, 2) // guarded binaries at a time: one Chromium each, 2 cores
+var ctlSem = make(chan struct{}, 2)   // positive controls at a time, in the shared browser
 
 func runGuarded(t *testing.T, e *env) guarded {
 	t.Helper()

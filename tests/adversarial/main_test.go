@@ -6,14 +6,15 @@
 package adversarial
 
 import (
+	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 )
 
 var (
@@ -34,39 +35,28 @@ var plainArgs = []string{
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
+// caseParallel is how many cases are under way at once unless -parallel says otherwise: each
+// case is a positive control in the shared browser (mostly waiting for the hostile page to act)
+// and then a guarded run of the binary (a Chromium of its own, the CPU-heavy part). guardSem and
+// ctlSem bound each part to the machine's two cores, so that one case's control overlaps another's
+// guarded run; with go test's default (-parallel GOMAXPROCS = 2) they would mostly take turns.
+const caseParallel = 4
+
 func testMain(m *testing.M) int {
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	driverDir = filepath.Join(repoRoot, "driver")
-	dir, err := os.MkdirTemp("", "browser-agent-adversarial")
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(caseParallel))
+	}
+	repoRoot = testbrowser.RepoRoot()
+	driverDir = testbrowser.DriverDir()
+	ctl, err := testbrowser.Start(nil, plainArgs...)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "FAIL: the unguarded control browser: %v\n", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "browser-agent")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/browser-agent")
-	build.Dir = repoRoot
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: building browser-agent:", err)
-		return 1
-	}
-	pw, err = playwright.Run(&playwright.RunOptions{DriverDirectory: driverDir, SkipInstallBrowsers: true})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: the adversarial suite needs the Playwright driver in %s (run scripts/setup): %v\n", driverDir, err)
-		return 1
-	}
-	defer pw.Stop()
-	plain, err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
-		ExecutablePath: playwright.String("/usr/bin/chromium"),
-		Headless:       playwright.Bool(true),
-		Args:           plainArgs,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: unguarded control browser: %v (run scripts/setup)\n", err)
-		return 1
-	}
-	defer plain.Close()
-	return m.Run()
+	defer ctl.Close()
+	pw, plain = ctl.PW, ctl.Browser
+	return testbrowser.RunWithBinary(m, &binary)
 }

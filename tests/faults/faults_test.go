@@ -24,30 +24,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "browser-agent-faults")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "browser-agent")
-	build := exec.Command("go", "build", "-o", binary, "github.com/browser-agent/browser-agent/cmd/browser-agent")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testbrowser.RunWithBinary(m, &binary)) }
 
 // markerVar is set in the environment of every process a test starts; Chromium and the driver
 // inherit it. Other tests' and helpers' browsers on the machine do not have it.
@@ -190,6 +175,7 @@ type runResult struct {
 // TestKilledRuns runs the lookup preset 30 times, two at a time, and kills each run with SIGTERM
 // or SIGKILL (seeded random) at a random moment of its first seconds.
 func TestKilledRuns(t *testing.T) {
+	t.Parallel() // each has its own store and process marker
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FAULT_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
@@ -325,7 +311,7 @@ func killRun(t *testing.T, i int, mark, db string, p plan) runResult {
 	res := runResult{i: i, plan: p, exit: -1}
 	cmd := command(t, mark, nil, "run", "--preset", "lookup", "--json", "--db", db)
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Errorf("run %d: %v", i, err)
@@ -445,26 +431,8 @@ func writeCompletion(w http.ResponseWriter, msg map[string]any) {
 	})
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // demoURL is the demo site's address the binary printed on stderr.
-func demoURL(stderr *lockedBuffer) string {
+func demoURL(stderr *testutil.Buffer) string {
 	s := stderr.String()
 	const p = "demo site at "
 	i := strings.Index(s, p)
@@ -481,11 +449,12 @@ func demoURL(stderr *lockedBuffer) string {
 // TestChromiumKilledMidRun kills the run's Chromium while the model thinks; the next browser call
 // finds it gone and the run ends error with a reason that names the part and what to do.
 func TestChromiumKilledMidRun(t *testing.T) {
+	t.Parallel() // each has its own store and process marker
 	db := filepath.Join(t.TempDir(), "audit.db")
 	mark := fmt.Sprintf("chromium-%d", os.Getpid())
 	release := make(chan struct{})
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	asked := make(chan struct{})
 	srv := modelServer(t, func() string { return demoURL(&stderr) + "/records/SYN-0042" }, asked, release)
 	cmd := command(t, mark, []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-test", "BROWSER_AGENT_DEBUG=1"},
@@ -569,6 +538,7 @@ func readStream(url string) (sseResult, error) {
 // drain time, the other is interrupted after it. Both streams end with a result and the end event,
 // and the audit store says what the streams said.
 func TestServeSIGTERM(t *testing.T) {
+	// Not parallel: its first run must finish within the drain time.
 	db := filepath.Join(t.TempDir(), "audit.db")
 	mark := fmt.Sprintf("serve-%d", os.Getpid())
 	sigSent := make(chan struct{})
@@ -596,7 +566,7 @@ func TestServeSIGTERM(t *testing.T) {
 		writeCompletion(w, map[string]any{"role": "assistant", "content": `{"cannot_answer":"not found"}`})
 	}))
 	defer model.Close()
-	var stderr lockedBuffer
+	var stderr testutil.Buffer
 	cmd := command(t, mark, []string{"OPENAI_BASE_URL=" + model.URL + "/v1", "OPENAI_API_KEY=sk-test"},
 		"serve", "--addr", "127.0.0.1:0", "--db", db, "--concurrent", "2", "--drain", "5s", "--model", "openai:gpt-4.1-mini")
 	cmd.Stderr = &stderr

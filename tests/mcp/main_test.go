@@ -3,24 +3,21 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
@@ -33,51 +30,15 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	_, file, _, _ := runtime.Caller(0)
-	repoRoot = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	driverDir = os.Getenv("BROWSER_AGENT_DRIVER_DIR")
-	if driverDir == "" {
-		driverDir = filepath.Join(repoRoot, "driver")
-	}
-	dir, err := os.MkdirTemp("", "browser-agent-mcp")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "browser-agent")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/browser-agent")
-	build.Dir = repoRoot
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: building browser-agent:", err)
-		return 1
-	}
-	return m.Run()
-}
-
-// syncBuf is a bytes.Buffer safe for the process's writes and the test's reads.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	repoRoot = testbrowser.RepoRoot()
+	driverDir = testbrowser.DriverDir()
+	return testbrowser.RunWithBinary(m, &binary)
 }
 
 // server is one browser-agent mcp process.
 type server struct {
 	dir, db string
-	stderr  *syncBuf
+	stderr  *testutil.Buffer
 	cmd     *exec.Cmd
 	url     string // --http only: the endpoint
 }
@@ -90,7 +51,7 @@ func binEnv(dir string, extra ...string) []string {
 func stdioClient(t testing.TB, name string, args ...string) (*mcp.ClientSession, *server) {
 	t.Helper()
 	dir := t.TempDir()
-	s := &server{dir: dir, db: filepath.Join(dir, "audit.db"), stderr: &syncBuf{}}
+	s := &server{dir: dir, db: filepath.Join(dir, "audit.db"), stderr: &testutil.Buffer{}}
 	cmd := exec.Command(binary, append([]string{"mcp", "--db", s.db}, args...)...)
 	cmd.Dir, cmd.Env, cmd.Stderr = dir, binEnv(dir), s.stderr
 	s.cmd = cmd
@@ -111,7 +72,7 @@ var listenRE = regexp.MustCompile(`at (http://\S+/mcp)`)
 func httpServer(t testing.TB, env []string, args ...string) *server {
 	t.Helper()
 	dir := t.TempDir()
-	s := &server{dir: dir, db: filepath.Join(dir, "audit.db"), stderr: &syncBuf{}}
+	s := &server{dir: dir, db: filepath.Join(dir, "audit.db"), stderr: &testutil.Buffer{}}
 	cmd := exec.Command(binary, append([]string{"mcp", "--db", s.db, "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Dir, cmd.Env, cmd.Stderr = dir, binEnv(dir, env...), s.stderr
 	if err := cmd.Start(); err != nil {

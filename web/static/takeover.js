@@ -64,6 +64,21 @@ function send(input) {
   queue.then(() => setTimeout(refresh, 150));
 }
 
+// last is the info the panel last showed, shown again once the server said whose run it is.
+let last = null;
+
+// whose asks the server whether this visitor started the run (and so may take over).
+async function whose(id) {
+  let yours = false;
+  try {
+    const r = await fetch("/api/runs/" + encodeURIComponent(id) + "/takeover", { cache: "no-store" });
+    if (r.ok) yours = !!(await r.json()).yours;
+  } catch (e) { /* not known: a spectator */ }
+  if (!state || state.id !== id) return;
+  state.yours = yours;
+  if (last && last.id === id) showTakeover(last.id, last.info, last.mine);
+}
+
 // showTakeover updates the panel from the run's info. mine is false for a spectator.
 export function showTakeover(id, info, mine) {
   const box = $("takeover");
@@ -73,12 +88,20 @@ export function showTakeover(id, info, mine) {
     box.hidden = !state || state.id !== id;
     return;
   }
-  if (!state || state.id !== id) state = { id, held: false, timer: null, url: null };
+  if (!state || state.id !== id) {
+    state = { id, held: false, timer: null, url: null, idle: 0, max: 0, yours: mine ? null : false };
+    if (mine) whose(id);
+  }
+  last = { id, info, mine };
   box.hidden = false;
   $("takeover-banner").textContent = t.banner;
   const until = new Date(t.wait_until);
+  // A page may follow a link to another visitor's run: it is theirs only if the server says so.
+  mine = mine && state.yours === true;
   $("takeover-start").hidden = !mine || t.held || state.held;
-  if (!mine) {
+  if (state.yours === null) {
+    $("takeover-note").textContent = "";
+  } else if (!mine) {
     $("takeover-note").textContent = "Only the visitor who started this run can take over; their screen is not shown to others.";
   } else if (!t.held && !state.held) {
     $("takeover-note").textContent = "Waiting for you: the agent reached a sign-in page and is paused; it sees nothing of this page. " +
