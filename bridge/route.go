@@ -461,6 +461,9 @@ func (s *Session) handleRoute(r playwright.Route) {
 		return
 	}
 	if write {
+		if rtype == "document" && frame == FrameMain {
+			s.signInNavMark.Store(s.mainCommits.Load() + 1)
+		}
 		s.signInWrites.Add(1) // a sign-in write that went out and was answered
 	}
 	s.fulfil(r, f, rtype)

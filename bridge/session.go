@@ -80,6 +80,10 @@ type Session struct {
 	// (SetSignInLease); signInWrites counts the sign-in writes sent under it.
 	signInLease  atomic.Bool
 	signInWrites atomic.Int64
+	// mainCommits counts the main frame's committed navigations; signInNavMark is its value when
+	// a sign-in write answered a main-frame navigation, so that the end of the lease waits for that
+	// navigation to commit (0: none pending).
+	mainCommits, signInNavMark atomic.Int64
 
 	mu        sync.Mutex
 	pending   *pendingNav // the one main-frame navigation the bridge is opening
@@ -195,6 +199,12 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 		return s, fmt.Errorf("launch: %w", err)
 	}
 	s.bctx.OnPage(s.handlePopup)
+	main := s.page.MainFrame()
+	s.page.OnFrameNavigated(func(f playwright.Frame) {
+		if f == main {
+			s.mainCommits.Add(1)
+		}
+	})
 	s.bctx.SetDefaultNavigationTimeout(float64(cfg.navTimeout.Milliseconds()))
 	s.bctx.SetDefaultTimeout(float64(cfg.navTimeout.Milliseconds()))
 	if cfg.sessionTTL > 0 {
@@ -776,6 +786,12 @@ func (s *Session) SetSignInLease(held bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		for s.usable() == nil && s.inflight.Load() > 0 && sleepCtx(ctx, 20*time.Millisecond) == nil {
+		}
+		// A sign-in submission answered as a page navigation has not always committed yet: the
+		// agent's next Open would be interrupted by it.
+		if mark := s.signInNavMark.Swap(0); mark > 0 {
+			for s.usable() == nil && s.mainCommits.Load() < mark && sleepCtx(ctx, 20*time.Millisecond) == nil {
+			}
 		}
 		s.op.Lock()
 		if s.usable() == nil {
