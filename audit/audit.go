@@ -128,7 +128,7 @@ type Run struct {
 }
 
 // Step is one tool call of a run and the decision on it: the canonical step record, the shared
-// decision record (policy.Record) with the tool, the time it took and what it returned.
+// decision record (policy.Entry) with the tool, the time it took and what it returned.
 //
 // URL is the input: AddStep stores only its origin and path, never its query, fragment or userinfo.
 // Origin and Path are the outputs when a step is read back. When URL is "", AddStep derives them
@@ -137,7 +137,7 @@ type Step struct {
 	RunID string `json:"run_id"`
 	Tool  string `json:"tool"`
 	URL   string `json:"-"`
-	policy.Record
+	policy.Entry
 	Duration      time.Duration `json:"-"` // stored and marshalled as duration_ms
 	BytesReturned int           `json:"bytes_returned"`
 	RecordedAt    time.Time     `json:"recorded_at"` // set by AddStep: when the step was committed
@@ -154,7 +154,7 @@ func (st Step) MarshalJSON() ([]byte, error) {
 }
 
 // Sanitize returns st as the store records it: URL cleared, Origin and Path derived from it without
-// query, fragment or userinfo (policy.OriginPath), and every text field bounded (policy.Record.Clean).
+// query, fragment or userinfo (policy.OriginPath), and every text field bounded (policy.Entry.Clean).
 // AddStep applies it; callers may use it to log the same canonical record.
 func Sanitize(st Step) Step {
 	if st.URL != "" {
@@ -162,7 +162,7 @@ func Sanitize(st Step) Step {
 	}
 	st.URL = ""
 	st.Method = ""
-	st.Record = st.Record.Clean()
+	st.Entry = st.Entry.Clean()
 	st.Tool = policy.Cut(st.Tool, maxShortLen)
 	return st
 }

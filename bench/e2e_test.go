@@ -18,7 +18,9 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
@@ -195,10 +197,10 @@ func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Op
 	plain := plainLookup{page: page, origin: origin, steps: steps}
 	tb := timedBrowser{Browser: g, steps: steps}
 
-	preset, _ := coordinator.PresetByName("lookup")
+	preset, _ := presets.ByName("lookup")
 	c := coordinator.New(pol)
 	guardedRun := func() {
-		res := c.Run(ctx, coordinator.RunArgs{Task: preset.Task, Preset: preset.Name, Model: coordinator.Offline(), Browser: tb})
+		res := c.Run(ctx, coordinator.RunArgs{Task: preset.Task, Preset: preset.Name, Model: offline.New(), Browser: tb})
 		if res.Status != coordinator.StatusAnswered {
 			b.Fatalf("lookup: %s: %s; steps %+v", res.Status, res.Reason, res.Steps)
 		}

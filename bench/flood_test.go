@@ -190,7 +190,7 @@ func TestImageFlood(t *testing.T) {
 	defer site.Close()
 	dir := t.TempDir()
 	polFile := filepath.Join(dir, "policy.yaml")
-	writeTestFile(t, polFile, fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/flood, /img/*]\n", site.URL))
+	writeTestFile(t, polFile, fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/flood, /img/*]\nrecord:\n  id: {pattern: 'SYN-\\d{4}', example: SYN-0042}\n", site.URL))
 	scriptFile := filepath.Join(dir, "script.json")
 	// How many images one Open gets depends on the machine: the page may be read before its load
 	// event, or the Open may time out first. The run's bytes add up over its Opens, so a (hostile)

@@ -519,17 +519,19 @@ func (s *Session) checkCredentials(ctx context.Context, v *pageView) (string, er
 
 // snapshot is what the reader returns for a page, frames assembled.
 type snapshot struct {
-	title  string
-	text   string
-	links  []Link
-	fields []Field
+	title   string
+	heading string
+	text    string
+	links   []Link
+	fields  []Field
 }
 
 type rawRead struct {
-	URL   string `json:"url"`
-	Title string `json:"title"`
-	Text  string `json:"text"`
-	Links []struct {
+	URL     string `json:"url"`
+	Title   string `json:"title"`
+	Heading string `json:"heading"`
+	Text    string `json:"text"`
+	Links   []struct {
 		Text string `json:"text"`
 		Href string `json:"href"`
 	} `json:"links"`
@@ -613,7 +615,7 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 	if !sameOrigin(after.mainURL, opened) {
 		return nil, "", ErrPageChanged
 	}
-	snap := &snapshot{title: reads[mainID].Title}
+	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading}
 	var links []rawLink
 	snap.text = s.assemble(mainID, reads, &links, &snap.fields, 0)
 	snap.text = capText(collapseBlankLines(snap.text), s.cfg.textCap)

@@ -55,7 +55,7 @@ func TestReaderHiddenText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := p.Title + "\n" + text + fmt.Sprint(links) + fmt.Sprint(fields)
+	all := p.Title + "\n" + p.Heading + "\n" + text + fmt.Sprint(links) + fmt.Sprint(fields)
 	if secrets := regexp.MustCompile(`SECRET-\d+`).FindAllString(all, -1); len(secrets) > 0 {
 		t.Errorf("hidden text reached the reader: %v\ntext:\n%s", secrets, text)
 	}
@@ -72,6 +72,10 @@ func TestReaderHiddenText(t *testing.T) {
 	}
 	if !sawLink {
 		t.Errorf("Links: got %+v, want the VISIBLE-10 link to /records/9 allowed", links)
+	}
+	// The main heading is the first h1 with visible text, and only its visible text.
+	if p.Heading != "VISIBLE-18 heading" {
+		t.Errorf("Heading: got %q, want %q", p.Heading, "VISIBLE-18 heading")
 	}
 	if len(fields) == 0 || fields[0] != (Field{Label: "VISIBLE-12 term", Value: "VISIBLE-12 value"}) && !containsField(fields, Field{"VISIBLE-12 term", "VISIBLE-12 value"}) {
 		t.Errorf("Fields: got %+v, want the dl pair", fields)
@@ -142,8 +146,8 @@ func TestLinksAndFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Title != "Basic "+k || p.Status != 200 || len(p.Hops) != 0 || p.More {
-		t.Errorf("Open: got title %q status %d hops %d more %v", p.Title, p.Status, len(p.Hops), p.More)
+	if p.Title != "Basic "+k || p.Heading != "Record overview" || p.Status != 200 || len(p.Hops) != 0 || p.More {
+		t.Errorf("Open: got title %q heading %q status %d hops %d more %v", p.Title, p.Heading, p.Status, len(p.Hops), p.More)
 	}
 	links, err := s.Links(ctxT(t))
 	if err != nil {

@@ -106,7 +106,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
-		brd := RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, cur, policy.Decision{}), ResourceType: rtype, Frame: frame, Hop: len(hops)}
+		brd := RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{}), ResourceType: rtype, Frame: frame, Hop: len(hops)}
 		if e := s.budget.admit(); e != nil {
 			s.budgetDenied(brd, e)
 			return &fetched{hops: hops}, e
@@ -122,7 +122,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			return &fetched{hops: hops}, e
 		}
 		if err != nil {
-			s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonFetchFailed}), ResourceType: rtype, Frame: frame, Hop: len(hops)})
+			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonFetchFailed}), ResourceType: rtype, Frame: frame, Hop: len(hops)})
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", policy.CleanURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
@@ -141,7 +141,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		resp.Body.Close()
 		n, d, err := walk.Follow(resp.StatusCode, loc)
 		if d != (policy.Decision{}) {
-			s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
+			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
 		}
 		if err != nil {
 			return &fetched{hops: walk.Hops()}, err
@@ -339,7 +339,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 	case fr != nil:
 		frame = FrameSub
 	}
-	rd := RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, method, raw, policy.Decision{}), ResourceType: rtype, Frame: frame}
+	rd := RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, raw, policy.Decision{}), ResourceType: rtype, Frame: frame}
 	// A navigation aborted as "blocked by client" commits Chromium's error page in place of the
 	// document; "aborted" cancels it and leaves the current document as it was.
 	code := "blockedbyclient"
@@ -503,7 +503,7 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 // handleWebSocket closes every WebSocket the page opens; the route never connects to a server.
 func (s *Session) handleWebSocket(ws playwright.WebSocketRoute) {
 	s.activity(0)
-	s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, http.MethodGet, ws.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonWebSocket}), ResourceType: "websocket", Frame: FrameNone})
+	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, ws.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonWebSocket}), ResourceType: "websocket", Frame: FrameNone})
 	ws.Close(playwright.WebSocketRouteCloseOptions{Code: playwright.Int(1008), Reason: playwright.String("blocked by browser-agent")})
 }
 
@@ -513,7 +513,7 @@ func (s *Session) handlePopup(p playwright.Page) {
 	if p == s.page {
 		return
 	}
-	s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, http.MethodGet, p.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonPopup}), ResourceType: "document", Frame: FramePopup})
+	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, p.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonPopup}), ResourceType: "document", Frame: FramePopup})
 	go func() { _ = p.Close() }()
 }
 

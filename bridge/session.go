@@ -106,6 +106,7 @@ type pageState struct {
 	truncated bool
 	withheld  bool // a credential field was found: nothing from the page is returned
 	title     string
+	heading   string // the first visible h1 of the main frame
 	text      string
 	links     []Link
 	fields    []Field
@@ -390,7 +391,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("open %s: policy: %w", policy.CleanURL(url), err)
 	}
-	s.record(RequestDecision{Record: policy.RecordOf(policy.LayerBrowser, http.MethodGet, firstNonEmpty(d.URL, url), d), ResourceType: "document", Frame: FrameMain})
+	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, firstNonEmpty(d.URL, url), d), ResourceType: "document", Frame: FrameMain})
 	if !d.Allowed() {
 		return Page{}, &DeniedError{URL: firstNonEmpty(d.URL, url), Hop: 0, Decision: d}
 	}
@@ -472,10 +473,10 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(f.url), cred)
 		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), ErrCredentialRequired)
 	}
-	st.title, st.text, st.links, st.fields = snap.title, snap.text, snap.links, snap.fields
+	st.title, st.heading, st.text, st.links, st.fields = snap.title, snap.heading, snap.text, snap.links, snap.fields
 	s.setCur(st)
 	c := chunkOf(st.text, 0, s.cfg.chunkSize)
-	page.Title = st.title
+	page.Title, page.Heading = st.title, st.heading
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
 }
@@ -516,7 +517,7 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if cred != "" {
 		s.mu.Lock()
 		st.withheld = true
-		st.title, st.text, st.links, st.fields = "", "", nil, nil
+		st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
 		s.mu.Unlock()
 		s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(st.url), cred)
 		return nil, ErrCredentialRequired

@@ -32,7 +32,7 @@ func newSink(record func(RequestDecision), logf func(string, ...any)) (*sink, er
 			if r.Method != http.MethodConnect && r.URL != nil && r.URL.Host != "" {
 				target = r.URL.Scheme + "://" + r.URL.Host + r.URL.Path
 			}
-			record(RequestDecision{Time: time.Now(), Record: policy.RecordOf(policy.LayerBrowser, r.Method, target, policy.Decision{Verdict: policy.Deny, Reason: ReasonOutsideRoute}), ResourceType: "other", Frame: FrameNone})
+			record(RequestDecision{Time: time.Now(), Entry: policy.EntryOf(policy.LayerBrowser, r.Method, target, policy.Decision{Verdict: policy.Deny, Reason: ReasonOutsideRoute}), ResourceType: "other", Frame: FrameNone})
 			w.Header().Set("Connection", "close")
 			http.Error(w, "refused by browser-agent", http.StatusForbidden)
 		}),

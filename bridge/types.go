@@ -12,7 +12,8 @@ import (
 type Page struct {
 	URL       string // final URL, canonical
 	Title     string
-	Status    int // HTTP status of the final response
+	Heading   string // the visible text of the main frame's first visible h1, "" when none
+	Status    int    // HTTP status of the final response
 	Text      string
 	Offset    int  // offset of Text in the page's visible text (0 for Open)
 	Next      int  // offset to pass to Read for the next chunk
@@ -113,7 +114,7 @@ const (
 // fragment) with where the request came from. It never holds page text, bodies or header values.
 type RequestDecision struct {
 	Time time.Time
-	policy.Record
+	policy.Entry
 	ResourceType string // document, stylesheet, image, script, fetch, xhr, websocket, ...
 	Frame        string // FrameMain, FrameSub, FramePopup or FrameNone
 	Hop          int    // redirect hop number, 0 for the request itself

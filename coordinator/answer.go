@@ -10,11 +10,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/policy"
 )
-
-// LabelRecordID is the field label that says which record a page is about.
-const LabelRecordID = "Record ID"
 
 // Limits of a final message.
 const (
@@ -144,10 +142,10 @@ func stringMap(raw json.RawMessage) (map[string]string, error) {
 }
 
 // correction is what the model is told, once, after a malformed final message.
-func correction(err error) string {
+func correction(err error, example string) string {
 	return "Your last message was not a valid final answer: " + err.Error() + ". " +
 		"Call a tool, or reply with only one JSON object: " +
-		`{"record_id": "SYN-0000", "fields": {"Label": "value"}, "sources": ["url"]} or {"cannot_answer": "why"}.`
+		`{"record_id": "` + example + `", "fields": {"Label": "value"}, "sources": ["url"]} or {"cannot_answer": "why"}.`
 }
 
 // normLabel makes labels comparable: surrounding white space and a trailing colon dropped, inner
@@ -176,13 +174,56 @@ func unsupported(format string, args ...any) verdict {
 	return verdict{status: StatusBlocked, reason: "unsupported answer: " + fmt.Sprintf(format, args...)}
 }
 
+// aboutRecord is the record a page is about, decided from what the page shows: its fields (visible
+// labelled values, as extract_fields returns them), its title and its main heading (the first
+// visible h1). The page is about record R when
+//
+//   - R is shown: it is the whole value of a field, or the one identifier in the value of a field
+//     under one of the policy's record labels, or it appears in the title or the main heading; and
+//   - no other record's identifier (by the policy's pattern) appears anywhere in the fields (their
+//     labels or values), the title or the main heading.
+//
+// Otherwise, and under a policy that declares no record, the page is about no record: "". A page
+// that lists two records, or names one in its heading and another in a field, is about neither.
+func aboutRecord(rec *policy.Record, title, heading string, fields []bridge.Field) string {
+	if rec == nil {
+		return ""
+	}
+	shown := map[string]bool{}
+	all := map[string]bool{}
+	for _, id := range rec.IDs(title + "\n" + heading) {
+		shown[id], all[id] = true, true
+	}
+	for _, f := range fields {
+		ids := rec.IDs(f.Label + "\n" + f.Value)
+		for _, id := range ids {
+			all[id] = true
+		}
+		if id, ok := rec.Canonical(normValue(f.Value)); ok {
+			shown[id] = true
+		}
+		if vs := rec.IDs(f.Value); len(vs) == 1 && slices.ContainsFunc(rec.Labels, func(l string) bool { return normLabel(l) == normLabel(f.Label) }) {
+			shown[vs[0]] = true
+		}
+	}
+	if len(all) != 1 {
+		return ""
+	}
+	for id := range all {
+		if shown[id] {
+			return id
+		}
+	}
+	return ""
+}
+
 // checkAnswer checks a claimed answer against the evidence of this run. It is answered only when
 // the record is the task's, every source is an allowed URL this run extracted fields from about
 // that record, and every claimed value equals a field with the same label on a cited source about
 // that record. Any claimed label on which the evidence about the record disagrees, on cited or only
 // visited pages, makes it uncertain.
 func checkAnswer(pol *policy.Policy, recordID string, a Answer, evidence []Evidence) verdict {
-	if got := strings.ToUpper(strings.TrimSpace(a.RecordID)); got != recordID {
+	if got, _ := pol.Record().Canonical(a.RecordID); got == "" || got != recordID {
 		return unsupported("record_id %q is not the task's record %s", policy.Clip(a.RecordID, 40), recordID)
 	}
 	cited := map[string]bool{}

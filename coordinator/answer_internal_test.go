@@ -9,6 +9,9 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
+// testRecord is the demo's record key, for policies written in tests.
+const testRecord = "record:\n  id: {pattern: 'SYN-\\d{4}', example: SYN-0042}\n  labels: [Record ID]\n"
+
 func TestParseFinal(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -61,7 +64,7 @@ func TestParseFinal(t *testing.T) {
 
 func TestCheckAnswer(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, err := policy.Parse([]byte("version: 1\nsites:\n  - origin: "+origin+"\n    read:\n      - /records/{id}\n      - /sources/b/{id}\n"), "test")
+	pol, err := policy.Parse([]byte("version: 1\nsites:\n  - origin: "+origin+"\n    read:\n      - /records/{id}\n      - /sources/b/{id}\n"+testRecord), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ type Browser interface {
 // step the coordinator takes what was decided since the last one and records it, under that
 // step's number, as tool ToolRequest.
 type EgressLog interface {
-	TakeDecisions() []policy.Record
+	TakeDecisions() []policy.Entry
 }
 
 // ToolRequest is the Tool of an audit record for one request decided beneath a tool call.
@@ -83,7 +83,7 @@ const ToolAnswer = "answer"
 // time it took and what it returned. It holds metadata only: never page text, field values or
 // anything the page sent.
 type Step struct {
-	policy.Record
+	policy.Entry
 	Tool      string        `json:"tool"`
 	URL       string        `json:"url,omitempty"` // the canonical URL decided or acted on
 	Duration  time.Duration `json:"duration_ns"`
@@ -98,7 +98,7 @@ type Evidence struct {
 	RetrievedAt time.Time `json:"retrieved_at"`
 	Label       string    `json:"label"`
 	Value       string    `json:"value"`
-	RecordID    string    `json:"record_id"` // the page's "Record ID" field; "" when it has none
+	RecordID    string    `json:"record_id"` // the record the page is about (see aboutRecord); "" when none
 }
 
 // Answer is a model's claimed answer.
@@ -223,7 +223,11 @@ type RunArgs struct {
 	Preset  string // recorded; "" when the task was typed
 	Model   Model
 	Browser Browser
-	// ModelName is recorded when Model is nil (a model that could not be built, for Reject).
+	// NewModel makes the model when Model is nil. Run calls it only once the task has passed the
+	// policy, and gives it the policy (which approves models); an error rejects the run with its
+	// text, before any browser work.
+	NewModel func(pol *policy.Policy) (Model, error)
+	// ModelName is recorded when Model is nil (a model not made yet, or that could not be made).
 	ModelName string
 	// EndOnDenial ends the run blocked at the first denied or refused tool call instead of
 	// returning the denial to the model. The simulated presets set it.
@@ -262,25 +266,37 @@ func (c *Coordinator) end(ctx context.Context, a RunArgs, status Status, reason 
 
 // Run runs one task to its end and returns the result. It never returns without a status: a
 // failure of the model, the browser or the recorder is a status too.
+//
+// Run owns the checks before any work, in this order: the policy, the task (parsed once, under the
+// policy's record identifier), the model (NewModel, which the policy's approval governs); only
+// when they pass does it launch the browser. A run that fails a check is recorded as rejected and
+// nothing else happens.
 func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 	r := c.newRun(a)
+	var rejected string
+	switch {
+	case r.taskErr != nil:
+		rejected = r.taskErr.Error() // "no policy", or a *policy.TaskError naming what was wrong
+	case a.Model == nil && a.NewModel == nil:
+		rejected = "no model"
+	case a.Model == nil:
+		m, err := a.NewModel(c.pol)
+		if err != nil {
+			rejected = err.Error()
+		} else {
+			r.a.Model, r.res.Model = m, m.Name()
+		}
+	}
 	if err := r.begin(ctx); err != nil {
 		return r.res
 	}
-	task, err := policy.ParseTask(a.Task)
-	if err != nil {
-		return r.finish(ctx, StatusRejected, err.Error()) // a *policy.TaskError naming what was wrong
+	if rejected != "" {
+		return r.finish(ctx, StatusRejected, rejected)
 	}
-	r.res.Task, r.res.RecordID = task.Text, task.RecordID
-	if c.pol != nil {
-		r.redact = c.pol.Redactor(policy.NewRedactionKey(), task.RecordID)
-	}
-	switch {
-	case c.pol == nil:
-		return r.finish(ctx, StatusRejected, "no policy")
-	case a.Model == nil:
-		return r.finish(ctx, StatusRejected, "no model")
-	case a.Browser == nil && a.Launch == nil:
+	task := r.task
+	r.res.Task = task.Text
+	r.redact = c.pol.Redactor(policy.NewRedactionKey(), task.RecordID)
+	if a.Browser == nil && a.Launch == nil {
 		return r.finish(ctx, StatusError, "no browser")
 	}
 	if a.Browser == nil {
@@ -331,6 +347,10 @@ type run struct {
 	shown  map[string]bool
 	listed []string
 	closer io.Closer // the browser Run launched; closed before the end is recorded
+	// task is the run's task, parsed once by newRun under the policy; taskErr says why it was
+	// not accepted.
+	task    policy.Task
+	taskErr error
 }
 
 // closeBrowser stops the browser Run launched.
@@ -343,9 +363,10 @@ func (r *run) closeBrowser() {
 
 // curPage is the page the browser is on, as far as the coordinator knows.
 type curPage struct {
-	url  string
-	next int
-	more bool
+	url            string
+	next           int
+	more           bool
+	title, heading string // what the browser read with the page: see aboutRecord
 }
 
 func (c *Coordinator) newRun(a RunArgs) *run {
@@ -353,12 +374,18 @@ func (c *Coordinator) newRun(a RunArgs) *run {
 	if a.Model != nil {
 		name = a.Model.Name()
 	}
-	return &run{c: c, a: a, res: Result{
+	r := &run{c: c, a: a, res: Result{
 		Task:      a.Task,
 		Preset:    a.Preset,
 		Model:     name,
 		StartedAt: c.clock().UTC(),
 	}}
+	if c.pol == nil {
+		r.taskErr = errors.New("no policy")
+	} else if r.task, r.taskErr = c.pol.ParseTask(a.Task); r.taskErr == nil {
+		r.res.RecordID = r.task.RecordID
+	}
+	return r
 }
 
 func (r *run) record() audit.Run {
@@ -381,9 +408,6 @@ func (r *run) record() audit.Run {
 
 // begin records the run's start. On failure the run is finished as an error.
 func (r *run) begin(ctx context.Context) error {
-	if t, err := policy.ParseTask(r.a.Task); err == nil {
-		r.res.RecordID = t.RecordID
-	}
 	if r.c.rec == nil {
 		r.res.RunID = newID()
 		return nil
@@ -446,10 +470,10 @@ func (r *run) addStep(ctx context.Context, s Step) error {
 	s.Origin, s.Path = policy.OriginPath(s.URL)
 	r.res.Steps = append(r.res.Steps, s)
 	if r.c.rec != nil {
-		rec := s.Record
+		rec := s.Entry
 		rec.Reason = r.auditText(s.Reason)
 		err := r.c.rec.AddStep(context.WithoutCancel(ctx), audit.Step{
-			RunID: r.res.RunID, Tool: auditTool(s.Tool), Record: rec, Duration: s.Duration, BytesReturned: s.Bytes,
+			RunID: r.res.RunID, Tool: auditTool(s.Tool), Entry: rec, Duration: s.Duration, BytesReturned: s.Bytes,
 		})
 		if err != nil {
 			return err
@@ -478,7 +502,7 @@ func (r *run) recordEgress(ctx context.Context, n int) error {
 			d.Origin, d.Path = "", "" // no task, no redactor: nothing a page chose is kept
 		}
 		d.N = n
-		err := r.c.rec.AddStep(context.WithoutCancel(ctx), audit.Step{RunID: r.res.RunID, Tool: ToolRequest, Record: d})
+		err := r.c.rec.AddStep(context.WithoutCancel(ctx), audit.Step{RunID: r.res.RunID, Tool: ToolRequest, Entry: d})
 		if err != nil {
 			return err
 		}
@@ -509,7 +533,7 @@ func (r *run) flush() error {
 func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 	maxSteps := r.c.pol.Limits().MaxSteps
 	r.msgs = []Message{
-		{Role: RoleSystem, Content: SystemPrompt},
+		{Role: RoleSystem, Content: SystemPrompt(r.c.pol)},
 		{Role: RoleUser, Content: userPrompt(task)},
 	}
 	corrected := false
@@ -523,7 +547,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 		if err := r.flush(); err != nil {
 			return r.fail(ctx, "transcript: "+err.Error())
 		}
-		turn, err := r.a.Model.Next(ctx, cloneMessages(r.msgs), Tools())
+		turn, err := r.a.Model.Next(ctx, cloneMessages(r.msgs), Tools(r.c.pol))
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.ctxStatus(ctx)
@@ -594,7 +618,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 		start := r.c.clock()
 		fin, perr := parseFinal(msg.Content)
 		if perr != nil {
-			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Record: policy.Record{Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Entry: policy.Entry{Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
@@ -602,7 +626,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 				return StatusError, "malformed final message after a correction: " + perr.Error()
 			}
 			corrected = true
-			r.msgs = append(r.msgs, Message{Role: RoleUser, Content: correction(perr)})
+			r.msgs = append(r.msgs, Message{Role: RoleUser, Content: correction(perr, recordExample(r.c.pol))})
 			continue
 		}
 		if fin.CannotAnswer != nil {
@@ -611,14 +635,14 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 			if r.denial != "" {
 				reason += " after a denial (" + r.denial + ")"
 			}
-			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Record: policy.Record{Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
 			return StatusBlocked, reason
 		}
 		v := checkAnswer(r.c.pol, task.RecordID, *fin.Answer, r.res.Evidence)
-		step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Record: policy.Record{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+		step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 		if v.status == StatusAnswered {
 			step.Verdict = policy.Allow
 			r.res.Answer = v.answer

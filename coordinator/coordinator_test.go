@@ -18,19 +18,21 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
 func TestPresets(t *testing.T) {
 	d := startDemo(t)
 	site := d.srv.Site
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		t.Run(p.Name, func(t *testing.T) {
 			site.Reset()
 			b := browsertest.NewHTTP(d.pol)
 			rec := newRecorder()
-			model := &recordingModel{Model: p.Model(coordinator.Offline(), d.srv.URL)}
+			model := &recordingModel{Model: p.Model(offline.New(), d.srv.URL)}
 			c := coordinator.New(d.pol, coordinator.WithRecorder(rec), coordinator.WithClock(stepClock()))
 			res := c.Run(t.Context(), coordinator.RunArgs{Task: p.Task, Preset: p.Name, Model: model, Browser: b, EndOnDenial: p.Simulated})
 			if res.Status != p.Expect {
@@ -129,9 +131,13 @@ func TestPresets(t *testing.T) {
 
 func TestPresetData(t *testing.T) {
 	names := map[string]bool{}
-	for _, p := range coordinator.Presets() {
+	pol, err := policy.Parse(demosite.PolicyYAML("http://127.0.0.1:8081"), "demo policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range presets.All() {
 		names[p.Name] = true
-		if _, err := policy.ParseTask(p.Task); err != nil {
+		if _, err := pol.ParseTask(p.Task); err != nil {
 			t.Errorf("preset %s: task %q: %v", p.Name, p.Task, err)
 		}
 		if p.Simulated != (len(p.Script) > 0) {
@@ -142,13 +148,13 @@ func TestPresetData(t *testing.T) {
 		if !names[n] {
 			t.Errorf("no preset %q", n)
 		}
-		if _, ok := coordinator.PresetByName(n); !ok {
+		if _, ok := presets.ByName(n); !ok {
 			t.Errorf("PresetByName(%q) not found", n)
 		}
 	}
-	ps := coordinator.Presets()
+	ps := presets.All()
 	ps[0].Name = "changed"
-	if coordinator.Presets()[0].Name == "changed" {
+	if presets.All()[0].Name == "changed" {
 		t.Error("Presets returns shared data")
 	}
 }
@@ -415,7 +421,7 @@ func TestInjection(t *testing.T) {
 	d := startDemo(t)
 	rec, _ := d.srv.Site.Record(demosite.InjectionID)
 	b := browsertest.NewHTTP(d.pol)
-	model := &recordingModel{Model: coordinator.Offline()}
+	model := &recordingModel{Model: offline.New()}
 	res := coordinator.New(d.pol).Run(t.Context(), coordinator.RunArgs{Task: "Look up " + demosite.InjectionID, Model: model, Browser: b})
 	if res.Status != coordinator.StatusAnswered || res.Answer.Fields["Status"] != rec.Status {
 		t.Fatalf("got %s (%s) %+v, want answered with Status %s", res.Status, res.Reason, res.Answer, rec.Status)
@@ -768,7 +774,7 @@ func TestMalformedFinal(t *testing.T) {
 func TestTranscript(t *testing.T) {
 	d := startDemo(t)
 	for _, model := range []coordinator.Model{
-		coordinator.Offline(),
+		offline.New(),
 		script(open(d.url("/records/SYN-0042")), extract(), cannotAnswer("no")),
 	} {
 		t.Run(model.Name(), func(t *testing.T) {
@@ -812,7 +818,7 @@ func TestRejected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := browsertest.NewPages(nil)
-			model := &recordingModel{Model: coordinator.Offline()}
+			model := &recordingModel{Model: offline.New()}
 			rec := newRecorder()
 			res := coordinator.New(pol, coordinator.WithRecorder(rec)).Run(t.Context(), coordinator.RunArgs{Task: tt.task, Model: model, Browser: b})
 			if res.Status != coordinator.StatusRejected || res.Reason != tt.want {
@@ -828,7 +834,9 @@ func TestRejected(t *testing.T) {
 	}
 	t.Run("Reject", func(t *testing.T) {
 		rec := newRecorder()
-		res := coordinator.New(nil, coordinator.WithRecorder(rec)).Reject(t.Context(),
+		// The record identifier is read by the policy's pattern: a run rejected before any policy
+		// (a file that did not load) records none.
+		res := coordinator.New(pol, coordinator.WithRecorder(rec)).Reject(t.Context(),
 			coordinator.RunArgs{Task: "Look up SYN-0042", ModelName: "openai:gpt-5-unapproved"}, "model not approved")
 		if res.Status != coordinator.StatusRejected || res.Model != "openai:gpt-5-unapproved" || res.RecordID != "SYN-0042" {
 			t.Errorf("got %+v", res)
@@ -848,7 +856,7 @@ func TestRecorderFailure(t *testing.T) {
 			rec.failOn = failOn
 			b := browsertest.NewHTTP(d.pol)
 			res := coordinator.New(d.pol, coordinator.WithRecorder(rec)).Run(t.Context(),
-				coordinator.RunArgs{Task: "Look up SYN-0042", Model: coordinator.Offline(), Browser: b})
+				coordinator.RunArgs{Task: "Look up SYN-0042", Model: offline.New(), Browser: b})
 			if res.Status != coordinator.StatusError || !strings.HasPrefix(res.Reason, "audit store: ") || res.Answer != nil {
 				t.Errorf("got %s: %s, answer %v", res.Status, res.Reason, res.Answer)
 			}
@@ -886,7 +894,7 @@ func TestOfflineGivesUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := coordinator.New(tt.pol).Run(t.Context(), coordinator.RunArgs{Task: tt.task, Model: coordinator.Offline(), Browser: browsertest.NewHTTP(tt.pol)})
+			res := coordinator.New(tt.pol).Run(t.Context(), coordinator.RunArgs{Task: tt.task, Model: offline.New(), Browser: browsertest.NewHTTP(tt.pol)})
 			if res.Status != coordinator.StatusBlocked || res.Reason != tt.reason || res.Note != tt.note {
 				t.Errorf("got %s: %s (note %q)\n\twant blocked: %s (note %q)", res.Status, res.Reason, res.Note, tt.reason, tt.note)
 			}

@@ -11,7 +11,15 @@
 // proxy; web and internal/mcpserver; internal/cli and the two commands on top.
 //
 // Key types: Coordinator (New; Run runs a task, StartSession serves tool calls one at a time for
-// MCP), Model (the model behind the tools; coordinator/openai, Script for scripted runs), Browser
-// and Launcher, RunArgs and Result (Status, Answer, Evidence, Steps), Evidence, and the Preset
-// table.
+// MCP), Model (the model behind the tools; coordinator/openai, coordinator/offline, Script for
+// scripted runs), Browser and Launcher, RunArgs and Result (Status, Answer, Evidence, Steps) and
+// Evidence.
+//
+// It knows no site: the shape of a task (the record identifier's pattern and example, the labels
+// that name a record) is the policy's record key (policy.Record). Run owns the checks before any
+// work: the task under the policy, then the model (RunArgs.NewModel, which the policy approves),
+// and only then the browser (RunArgs.Launch). A source counts for the task's record only when the
+// page is about it (see aboutRecord: the identifier in a field value, the title or the main
+// heading, and no other record's identifier in its fields). The demo site's presets live with the
+// demo (demo-site/presets).
 package coordinator

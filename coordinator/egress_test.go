@@ -9,25 +9,26 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
 // egressBrowser is a browser that reports, after each Open, the requests decided beneath it.
 type egressBrowser struct {
 	coordinator.Browser
-	pending []policy.Record
+	pending []policy.Entry
 }
 
 func (b *egressBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
 	p, err = b.Browser.Open(ctx, url)
 	b.pending = append(b.pending,
-		policy.Record{Method: "GET", Origin: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: policy.LayerBrowser},
-		policy.Record{Method: "GET", Origin: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: policy.LayerProxy},
+		policy.Entry{Method: "GET", Origin: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: policy.LayerBrowser},
+		policy.Entry{Method: "GET", Origin: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: policy.LayerProxy},
 	)
 	return p, err
 }
 
-func (b *egressBrowser) TakeDecisions() []policy.Record {
+func (b *egressBrowser) TakeDecisions() []policy.Entry {
 	out := b.pending
 	b.pending = nil
 	return out
@@ -40,7 +41,7 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 	rec := newRecorder()
 	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
 	b := &egressBrowser{Browser: browsertest.NewHTTP(d.pol)}
-	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: coordinator.Offline(), Browser: b})
+	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: offline.New(), Browser: b})
 	if res.Status != coordinator.StatusAnswered {
 		t.Fatalf("status: got %s (%s), want answered", res.Status, res.Reason)
 	}
@@ -80,7 +81,7 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 type secretBrowser struct {
 	coordinator.Browser
 	origin  string
-	pending []policy.Record
+	pending []policy.Entry
 }
 
 const plantedSecret = "ZQXplanted4410"
@@ -89,15 +90,15 @@ func (b *secretBrowser) Open(ctx context.Context, url string) (p bridge.Page, er
 	p, err = b.Browser.Open(ctx, url)
 	for _, layer := range []string{policy.LayerBrowser, policy.LayerProxy} {
 		b.pending = append(b.pending,
-			policy.Record{Method: "GET", Origin: b.origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
-			policy.Record{Method: plantedSecret, Origin: b.origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},
-			policy.Record{Method: "GET", Origin: "http://" + plantedSecret + ".evil.example/" + plantedSecret, Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: layer},
+			policy.Entry{Method: "GET", Origin: b.origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
+			policy.Entry{Method: plantedSecret, Origin: b.origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},
+			policy.Entry{Method: "GET", Origin: "http://" + plantedSecret + ".evil.example/" + plantedSecret, Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: layer},
 		)
 	}
 	return p, err
 }
 
-func (b *secretBrowser) TakeDecisions() []policy.Record {
+func (b *secretBrowser) TakeDecisions() []policy.Entry {
 	out := b.pending
 	b.pending = nil
 	return out
@@ -111,7 +112,7 @@ func TestAuditKeepsNoChosenString(t *testing.T) {
 	rec := newRecorder()
 	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
 	b := &secretBrowser{Browser: browsertest.NewHTTP(d.pol), origin: d.srv.URL}
-	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: coordinator.Offline(), Browser: b})
+	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: offline.New(), Browser: b})
 	if res.Status != coordinator.StatusAnswered {
 		t.Fatalf("status: got %s (%s), want answered", res.Status, res.Reason)
 	}

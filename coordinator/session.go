@@ -18,20 +18,21 @@ const ToolCheckAnswer = "check_answer"
 // RuleTimeBudget is the rule of a call refused because the session's time budget is spent.
 const RuleTimeBudget = "time budget"
 
-// checkAnswerSpec is the schema of check_answer: the answer object of a run's final message.
-var checkAnswerSpec = ToolSpec{
-	Name: ToolCheckAnswer,
-	Description: "Check a claimed answer against the fields extracted in this session, as the coordinator checks a run's final answer. " +
-		"Returns answered (every claimed value matches a field extracted from a cited source about the record), uncertain (sources conflict) or blocked, with the reason and the evidence.",
-	Parameters: json.RawMessage(`{"type":"object","properties":{` +
-		`"record_id":{"type":"string","minLength":1,"description":"the record, e.g. SYN-0042"},` +
-		`"fields":{"type":"object","additionalProperties":{"type":"string"},"minProperties":1,"maxProperties":50,"description":"label to claimed value"},` +
-		`"sources":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20,"description":"the URLs the values were extracted from"}},` +
-		`"required":["record_id","fields","sources"],"additionalProperties":false}`),
+// CheckAnswerSpec returns the spec of check_answer under pol: the answer object of a run's final
+// message.
+func CheckAnswerSpec(pol *policy.Policy) ToolSpec {
+	d, _ := json.Marshal("the record, e.g. " + recordExample(pol))
+	return ToolSpec{
+		Name: ToolCheckAnswer,
+		Description: "Check a claimed answer against the fields extracted in this session, as the coordinator checks a run's final answer. " +
+			"Returns answered (every claimed value matches a field extracted from a cited source about the record), uncertain (sources conflict) or blocked, with the reason and the evidence.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"record_id":{"type":"string","minLength":1,"description":` + string(d) + `},` +
+			`"fields":{"type":"object","additionalProperties":{"type":"string"},"minProperties":1,"maxProperties":50,"description":"label to claimed value"},` +
+			`"sources":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":20,"description":"the URLs the values were extracted from"}},` +
+			`"required":["record_id","fields","sources"],"additionalProperties":false}`),
+	}
 }
-
-// CheckAnswerSpec returns the spec of check_answer.
-func CheckAnswerSpec() ToolSpec { return checkAnswerSpec }
 
 // Session runs the tool calls of one run one at a time, for a caller that is its own model (an
 // MCP client). Every call goes through exactly the checks of Run: the same strict arguments, the
@@ -136,7 +137,7 @@ func (s *Session) CheckAnswer(ctx context.Context, raw json.RawMessage) (AnswerC
 	}
 	start := r.c.clock()
 	r.steps++
-	a, recordID, err := parseAnswerArgs(raw)
+	a, recordID, err := parseAnswerArgs(r.c.pol, raw)
 	if err != nil {
 		o := refusedArgs(ToolCheckAnswer, err.Error())
 		if aerr := r.addStep(ctx, o.step); aerr != nil {
@@ -145,7 +146,7 @@ func (s *Session) CheckAnswer(ctx context.Context, raw json.RawMessage) (AnswerC
 		return AnswerCheck{}, o.step, &ArgError{Tool: ToolCheckAnswer, Reason: err.Error()}
 	}
 	v := checkAnswer(r.c.pol, recordID, a, r.res.Evidence)
-	step := Step{Tool: ToolCheckAnswer, Duration: r.c.clock().Sub(start), Record: policy.Record{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+	step := Step{Tool: ToolCheckAnswer, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 	if v.status == StatusAnswered {
 		step.Verdict = policy.Allow
 	}
@@ -165,7 +166,7 @@ func (s *Session) CheckAnswer(ctx context.Context, raw json.RawMessage) (AnswerC
 
 // parseAnswerArgs strictly parses check_answer's arguments: the keys of a final answer, no
 // others, each once, with the same value checks as a run's final message.
-func parseAnswerArgs(raw json.RawMessage) (Answer, string, error) {
+func parseAnswerArgs(pol *policy.Policy, raw json.RawMessage) (Answer, string, error) {
 	if len(raw) > maxFinalBytes {
 		return Answer{}, "", fmt.Errorf("arguments longer than %d bytes", maxFinalBytes)
 	}
@@ -187,12 +188,12 @@ func parseAnswerArgs(raw json.RawMessage) (Answer, string, error) {
 	if f.Answer == nil {
 		return Answer{}, "", fmt.Errorf("arguments must be {record_id, fields, sources}")
 	}
-	t, err := policy.ParseTask(f.Answer.RecordID)
+	t, err := pol.ParseTask(f.Answer.RecordID)
 	if err != nil {
 		return Answer{}, "", fmt.Errorf("argument \"record_id\": %s", strings.TrimPrefix(err.Error(), "task rejected: "))
 	}
 	if !strings.EqualFold(strings.TrimSpace(f.Answer.RecordID), t.RecordID) {
-		return Answer{}, "", fmt.Errorf("argument \"record_id\" must be one record ID alone, e.g. SYN-0042")
+		return Answer{}, "", fmt.Errorf("argument \"record_id\" must be one record ID alone, e.g. %s", recordExample(pol))
 	}
 	return *f.Answer, t.RecordID, nil
 }

@@ -92,7 +92,18 @@ type file struct {
 		MaxConcurrentRequests num  `yaml:"max_concurrent_requests"`
 	} `yaml:"limits"`
 	// WriteWords extends DefaultWriteWords; the defaults cannot be removed.
-	WriteWords []str `yaml:"write_words"`
+	WriteWords []str       `yaml:"write_words"`
+	Record     *fileRecord `yaml:"record"`
+}
+
+// fileRecord is the record key: see Record.
+type fileRecord struct {
+	ID struct {
+		Pattern     str `yaml:"pattern"`
+		Example     str `yaml:"example"`
+		Description str `yaml:"description"`
+	} `yaml:"id"`
+	Labels []str `yaml:"labels"`
 }
 
 // Defaults for limits the file leaves out.
@@ -315,6 +326,13 @@ func compile(f *file, name string) (*Policy, error) {
 			return nil, fail(l.Line, "limits.max_concurrent_requests", "%d is out of range 1..64", l.V)
 		}
 		p.limits.MaxConcurrentRequests = l.V
+	}
+	if f.Record != nil {
+		r, err := compileRecord(f.Record, fail)
+		if err != nil {
+			return nil, err
+		}
+		p.record = r
 	}
 	return p, nil
 }

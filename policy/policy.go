@@ -131,6 +131,7 @@ type Policy struct {
 	limits     Limits
 	writeWords map[string]bool
 	stemWords  [][]byte // writeWords, sorted, for the stem search of isWriteToken
+	record     *Record  // nil when the file declares no record key
 }
 
 type site struct {

@@ -1,147 +1,250 @@
 package policy
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
-// Layers name what decided a request or a step. Every package records and stores these names.
-const (
-	LayerPolicy      = "policy"      // the URL policy, before any browser work
-	LayerBrowser     = "browser"     // the bridge: a request route, a redirect hop, a credential page
-	LayerCoordinator = "coordinator" // the coordinator: tool arguments, no page open, budgets, the answer check
-	LayerProxy       = "proxy"       // the egress proxy, at the network layer
-)
-
-// Layers lists the Layer* names.
-var Layers = []string{LayerPolicy, LayerBrowser, LayerProxy, LayerCoordinator}
-
-// Record is the one record of a decision, as every layer keeps it and the audit stores it: where
-// (origin and path, never a query, a fragment or userinfo), how (method), what was decided
-// (verdict, rule, reason), by which layer, and during which step of a run. The bridge's request
-// decisions, the proxy's canonical decisions, the coordinator's steps and the audit's rows embed
-// it; its JSON keys are the audit's field names.
+// Record is how the policy's site names its records: the pattern of a record identifier, an
+// example of one, a phrase that describes the pattern to a person, and the field labels under
+// which a page names its record. The policy file declares it under the record key:
+//
+//	record:
+//	  id:
+//	    pattern: 'REC-\d{4}'      # RE2 syntax, matched whole; no anchors
+//	    example: REC-0042         # must match the pattern
+//	    description: REC- followed by four digits   # optional; used in error messages
+//	  labels: [Record ID]         # optional
+//
+// Identifiers are matched without regard to case and written in the case of the example (an
+// upper-case example makes every identifier upper case). A task names exactly one identifier. A
+// word that begins with the letters the pattern begins with, followed by a separator or a digit
+// ("REC-42", "rec 0042"), is taken as an attempt at one and must match.
 type Record struct {
-	N       int     `json:"n"` // the step of the run it was decided during; 0 outside a run
-	Method  string  `json:"method,omitempty"`
-	Origin  string  `json:"origin"` // scheme://host[:port]; "scheme:" for a URL without one
-	Path    string  `json:"path"`
-	Verdict Verdict `json:"verdict"`
-	Rule    string  `json:"rule"`
-	Reason  string  `json:"reason"`
-	Layer   string  `json:"layer"`
+	Pattern     string
+	Example     string
+	Description string
+	Labels      []string
+
+	find *regexp.Regexp // the pattern, case-insensitive, unanchored
+	full *regexp.Regexp // the pattern, case-insensitive, matching a whole string
+	like *regexp.Regexp // an attempt at an identifier; nil when the pattern starts with no letters
 }
 
-// URL is the record's origin and path.
-func (r Record) URL() string { return r.Origin + r.Path }
-
-// Allowed reports whether the verdict is Allow.
-func (r Record) Allowed() bool { return r.Verdict == Allow }
-
-// RecordOf is the record of d, decided by layer on a method request to raw: origin and path come
-// from raw as OriginPath keeps them.
-func RecordOf(layer, method, raw string, d Decision) Record {
-	o, p := OriginPath(raw)
-	return Record{Method: method, Origin: o, Path: p, Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason, Layer: layer}
-}
-
-// Length bounds, in bytes, of a record's text. Longer values are cut at a UTF-8 boundary.
+// Limits of the record key.
 const (
-	MaxTextLen  = 200  // rule and reason
-	MaxPathLen  = 1024 // path
-	MaxShortLen = 200  // origin, method, layer and other short names
+	maxIDPatternLen = 200
+	maxIDLen        = 64
+	maxRecordLabels = 10
 )
 
-// Clean returns r as it may be stored: origin and path re-derived as OriginPath keeps them, rule
-// and reason as Text keeps them, and every other field bounded.
-func (r Record) Clean() Record {
-	if r.Origin != "" || r.Path != "" {
-		r.Origin, r.Path = OriginPath(r.Origin + r.Path)
+// compileRecord validates the record key. fail names the file, line and key of an error.
+func compileRecord(fr *fileRecord, fail func(int, string, string, ...any) error) (*Record, error) {
+	pat, ex := fr.ID.Pattern, fr.ID.Example
+	if pat.V == "" {
+		return nil, fail(ex.Line, "record.id.pattern", `missing; write the identifier's pattern, e.g. 'REC-\d{4}'`)
 	}
-	r.Method = Cut(r.Method, MaxShortLen)
-	r.Layer = Cut(r.Layer, MaxShortLen)
-	r.Rule, r.Reason = Text(r.Rule, MaxTextLen), Text(r.Reason, MaxTextLen)
-	return r
-}
-
-// ParseVerdict is the Verdict that String printed as s: Allow for "allow", else Deny.
-func ParseVerdict(s string) Verdict {
-	if s == "allow" {
-		return Allow
+	if len(pat.V) > maxIDPatternLen {
+		return nil, fail(pat.Line, "record.id.pattern", "pattern is longer than %d bytes", maxIDPatternLen)
 	}
-	return Deny
-}
-
-// The one helper for "never store a query string" and "cut to N bytes": every package that keeps,
-// logs or shows a URL or a text it did not write itself goes through Cut, Clip, Text and
-// OriginPath.
-
-// Cut returns s cut to at most n bytes at a UTF-8 boundary; invalid UTF-8 in s becomes U+FFFD
-// first, so the result is always valid UTF-8.
-func Cut(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 { // s[n] continues a character: back to its first byte
-		n--
-	}
-	return s[:max(n, 0)]
-}
-
-// Clip is Cut with "…" appended when it cut, for a text quoted in a message.
-func Clip(s string, n int) string {
-	if v := strings.ToValidUTF8(s, "\uFFFD"); len(v) > n {
-		return Cut(v, n) + "…"
-	}
-	return Cut(s, n)
-}
-
-// NoQuery cuts s at its first '?' or '#', so that no query string or fragment is kept.
-func NoQuery(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// userinfoInText matches the userinfo of a URL written inside free text.
-var userinfoInText = regexp.MustCompile(`//[^/\s?#]*@`)
-
-// Text returns a free text (a rule, a reason, an error) as it may be stored or logged: cut at its
-// first '?' or '#' (NoQuery), without the userinfo of any URL in it, trimmed, and Cut to n bytes.
-func Text(s string, n int) string {
-	s = userinfoInText.ReplaceAllString(NoQuery(s), "//")
-	return Cut(strings.TrimSpace(s), n)
-}
-
-// OriginPath parses raw as the browser would and keeps its origin and path, bounded (MaxShortLen,
-// MaxPathLen): never its query, fragment or userinfo. For schemes other than http(s), ws(s) and
-// about, whose "path" can hold the content itself (data:, javascript:), only "scheme:" is kept. An
-// unparseable URL gives "", "".
-func OriginPath(raw string) (origin, path string) {
-	if raw == "" {
-		return "", ""
-	}
-	u, err := ParseURL(raw, "")
+	tree, err := syntax.Parse(pat.V, syntax.Perl)
 	if err != nil {
-		return "", ""
+		return nil, fail(pat.Line, "record.id.pattern", "pattern %#q does not compile: %v", pat.V, err)
 	}
-	switch s := u.Scheme(); s {
-	case "http", "https", "ws", "wss":
-		return Cut(u.Origin(), MaxShortLen), Cut(u.Path(), MaxPathLen)
-	case "about":
-		return "about:", Cut(u.Path(), MaxShortLen)
+	if anchored(tree) {
+		return nil, fail(pat.Line, "record.id.pattern", "pattern %#q must not hold ^, $, \\A, \\z or \\b: it is matched against a whole identifier", pat.V)
+	}
+	r := &Record{Pattern: pat.V, Example: ex.V, Description: fr.ID.Description.V}
+	r.find = regexp.MustCompile(`(?i:` + pat.V + `)`)
+	r.full = regexp.MustCompile(`^(?i:` + pat.V + `)$`)
+	if r.full.MatchString("") {
+		return nil, fail(pat.Line, "record.id.pattern", "pattern %#q matches the empty string", pat.V)
+	}
+	if ex.V == "" {
+		return nil, fail(pat.Line, "record.id.example", "missing; write one identifier the pattern matches, e.g. REC-0042")
+	}
+	if len(ex.V) > maxIDLen || strings.IndexFunc(ex.V, unicode.IsSpace) >= 0 || !utf8.ValidString(ex.V) {
+		return nil, fail(ex.Line, "record.id.example", "example %q must be at most %d bytes with no white space", ex.V, maxIDLen)
+	}
+	if !r.full.MatchString(ex.V) {
+		return nil, fail(ex.Line, "record.id.example", "example %q does not match the pattern %#q", ex.V, pat.V)
+	}
+	if got := r.IDs(ex.V); len(got) != 1 || !strings.EqualFold(got[0], ex.V) {
+		return nil, fail(ex.Line, "record.id.example", "example %q is not found as one identifier in text; the pattern %#q must begin and end with a letter, digit or _ it matches", ex.V, pat.V)
+	}
+	if d := fr.ID.Description; d.V != strings.TrimSpace(d.V) || strings.ContainsAny(d.V, "\r\n") {
+		return nil, fail(d.Line, "record.id.description", "description %q has surrounding white space or a line break", d.V)
+	}
+	if len(fr.Labels) > maxRecordLabels {
+		return nil, fail(fr.Labels[maxRecordLabels].Line, "record.labels", "more than %d labels", maxRecordLabels)
+	}
+	for i, l := range fr.Labels {
+		if strings.TrimSpace(l.V) == "" || l.V != strings.TrimSpace(l.V) || len(l.V) > 200 {
+			return nil, fail(l.Line, fmt.Sprintf("record.labels[%d]", i), "label %q is empty, longer than 200 bytes or has surrounding white space", l.V)
+		}
+		r.Labels = append(r.Labels, l.V)
+	}
+	if p := leadingLetters(tree); p != "" {
+		r.like = regexp.MustCompile(`(?i)\b` + regexp.QuoteMeta(p) + `(?:[-_ ]?\d[A-Za-z0-9_-]*|[-_][A-Za-z0-9_-]*)`)
+	}
+	return r, nil
+}
+
+// anchored reports whether the pattern holds an anchor or a word boundary: the identifier is
+// found in text by the program, which places the boundaries itself.
+func anchored(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	}
+	for _, s := range re.Sub {
+		if anchored(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// leadingLetters is the run of ASCII letters every match of the pattern begins with, as the
+// pattern writes them ("REC" for REC-\d{4}); "" when it begins with no fixed letter.
+func leadingLetters(re *syntax.Regexp) string {
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return ""
+	}
+	prefix, _ := prog.Prefix()
+	end := 0
+	for end < len(prefix) && (prefix[end] >= 'A' && prefix[end] <= 'Z' || prefix[end] >= 'a' && prefix[end] <= 'z') {
+		end++
+	}
+	return prefix[:end]
+}
+
+// Canonical is id in the case of the example, when id is one whole identifier; ok is false
+// otherwise. Surrounding white space is ignored.
+func (r *Record) Canonical(id string) (string, bool) {
+	id = strings.TrimSpace(id)
+	if r == nil || len(id) > maxIDLen || !r.full.MatchString(id) {
+		return "", false
+	}
+	return r.canon(id), true
+}
+
+func (r *Record) canon(id string) string {
+	switch r.Example {
+	case strings.ToUpper(r.Example):
+		return strings.ToUpper(id)
+	case strings.ToLower(r.Example):
+		return strings.ToLower(id)
+	}
+	return id
+}
+
+// idRune is a rune that continues an identifier's word: a letter, a digit or _.
+func idRune(c rune) bool { return c == '_' || unicode.IsLetter(c) || unicode.IsDigit(c) }
+
+// IDs returns the identifiers s shows, in canonical form, each once, in order of appearance. An
+// identifier counts only as a whole word: the characters either side of it are not letters,
+// digits or _.
+func (r *Record) IDs(s string) []string {
+	if r == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for pos := 0; pos <= len(s); {
+		loc := r.find.FindStringIndex(s[pos:])
+		if loc == nil {
+			break
+		}
+		start, end := pos+loc[0], pos+loc[1]
+		before, _ := utf8.DecodeLastRuneInString(s[:start])
+		after, _ := utf8.DecodeRuneInString(s[end:])
+		if end > start && (start == 0 || !idRune(before)) && (end == len(s) || !idRune(after)) {
+			if id := r.canon(s[start:end]); !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+			pos = end
+			continue
+		}
+		_, w := utf8.DecodeRuneInString(s[start:])
+		pos = start + max(w, 1)
+	}
+	return out
+}
+
+// malformed returns the first word of s that is an attempt at an identifier but not one.
+func (r *Record) malformed(s string) string {
+	if r.like == nil {
+		return ""
+	}
+	for _, m := range r.like.FindAllString(s, -1) {
+		if !r.full.MatchString(m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// ErrNoRecord is a task given under a policy that declares no record key.
+var ErrNoRecord = errors.New("the policy declares no record identifier (record.id.pattern); a task names one record by it")
+
+// Record returns the policy's record key; nil when the file declares none.
+func (p *Policy) Record() *Record {
+	if p == nil {
+		return nil
+	}
+	return p.record
+}
+
+// ParseTask accepts a task that names exactly one record identifier of the policy's pattern. No
+// identifier, several, or a malformed one is rejected with a *TaskError that names what was wrong;
+// a policy with no record key gives ErrNoRecord.
+func (p *Policy) ParseTask(text string) (Task, error) {
+	r := p.Record()
+	if r == nil {
+		return Task{}, ErrNoRecord
+	}
+	if !utf8.ValidString(text) {
+		return Task{}, &TaskError{Reason: "task is not valid UTF-8"}
+	}
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return Task{}, &TaskError{Reason: fmt.Sprintf("task is empty; name one record ID, e.g. \"Look up %s\"", r.Example)}
+	}
+	if utf8.RuneCountInString(t) > MaxTaskLength {
+		return Task{}, &TaskError{Reason: fmt.Sprintf("task is longer than %d characters", MaxTaskLength)}
+	}
+	for _, c := range t {
+		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f {
+			return Task{}, &TaskError{Reason: "task contains control characters"}
+		}
+	}
+	if m := r.malformed(t); m != "" {
+		return Task{}, &TaskError{Reason: fmt.Sprintf("malformed record ID %q; record IDs are %s, e.g. %s", m, r.describe(), r.Example)}
+	}
+	ids := r.IDs(t)
+	switch len(ids) {
+	case 0:
+		return Task{}, &TaskError{Reason: fmt.Sprintf("no record ID; name one, e.g. \"Look up %s\"", r.Example)}
+	case 1:
+		return Task{Text: t, RecordID: ids[0]}, nil
 	default:
-		return Cut(s, MaxShortLen) + ":", ""
+		return Task{}, &TaskError{Reason: fmt.Sprintf("more than one record ID (%s); name exactly one", strings.Join(ids, ", "))}
 	}
 }
 
-// CleanURL is raw as an error message or a log line may show it: OriginPath's origin and path
-// when raw parses, else raw as Text keeps it.
-func CleanURL(raw string) string {
-	if o, p := OriginPath(raw); o != "" {
-		return o + p
+// describe is how an error message describes an identifier.
+func (r *Record) describe() string {
+	if r.Description != "" {
+		return r.Description
 	}
-	return Text(raw, MaxShortLen)
+	return fmt.Sprintf("matched by the pattern %#q", r.Pattern)
 }

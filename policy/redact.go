@@ -16,7 +16,7 @@ import (
 // length and a keyed hash ("/~redacted-len42-hmac-1f0c…"), so that equal paths still compare equal
 // within one key. A host the policy does not name is hashed the same way. Fragments are never kept,
 // and a query only when the whole URL is one of the policy's routes filled with the record
-// identifier (FilledTemplate: "/search?q=SYN-0042"). The one Redactor type serves both layers: the browser's and the proxy's decisions
+// identifier (FilledTemplate: "/search?q=REC-0042"). The one Redactor type serves both layers: the browser's and the proxy's decisions
 // go through the coordinator's, and the components' own log lines through LogURL.
 type Redactor struct {
 	p        *Policy
@@ -95,7 +95,7 @@ func (r *Redactor) URL(raw string) string {
 	}
 	path := u.Path()
 	if site != nil && u.RawQuery() != "" && r.p.FilledTemplate(u.String(), r.recordID) {
-		// A route filled with the record identifier, its query included ("/search?q=SYN-0042"):
+		// A route filled with the record identifier, its query included ("/search?q=REC-0042"):
 		// nothing in it was chosen by a page or the model.
 		return origin + path + "?" + u.RawQuery()
 	}

@@ -50,7 +50,7 @@ type Decision struct {
 	// Record is the shared decision record: Method, Origin (scheme://host[:port]; "" when the
 	// target did not parse), Path (canonical, without query; "" for CONNECT), Verdict, Rule,
 	// Reason, and Layer, always policy.LayerProxy. Its N is 0: the coordinator numbers it.
-	policy.Record
+	policy.Entry
 	// Status is the HTTP status the client got: the upstream's, or the proxy's own (403, 502, 503,
 	// 504; 200 for an established tunnel).
 	Status int `json:"status"`

@@ -263,7 +263,7 @@ func (p *Proxy) serveTunneled(w http.ResponseWriter, r *http.Request, t tunnel) 
 		return
 	}
 	defer p.inflight.Done()
-	rec := &Decision{Time: start, Record: policy.Record{Method: policy.Cut(r.Method, 32), Layer: policy.LayerProxy, Origin: t.origin}}
+	rec := &Decision{Time: start, Entry: policy.Entry{Method: policy.Cut(r.Method, 32), Layer: policy.LayerProxy, Origin: t.origin}}
 	defer p.finish(rec, start)
 	if p.refuseOverBudget(w, r, rec) {
 		return

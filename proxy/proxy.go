@@ -346,7 +346,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.inflight.Done()
-	rec := &Decision{Time: start, Record: policy.Record{Method: policy.Cut(r.Method, 32), Layer: policy.LayerProxy}}
+	rec := &Decision{Time: start, Entry: policy.Entry{Method: policy.Cut(r.Method, 32), Layer: policy.LayerProxy}}
 	if p.refuseOverBudget(w, r, rec) {
 		p.finish(rec, start)
 		return

@@ -207,7 +207,7 @@ func writeFile(t *testing.T, name, body string) string {
 // agent with a model that goes straight for them, and searches every output of the run.
 func TestNoSecretLeaves(t *testing.T) {
 	srv, signinHits := fixtureSite(t)
-	pol := writeFile(t, "policy.yaml", fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/records/{id}\", /signin, \"/signin?next={next}&token={token}\"]\n", srv.URL))
+	pol := writeFile(t, "policy.yaml", fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/records/{id}\", /signin, \"/signin?next={next}&token={token}\"]\nrecord:\n  id: {pattern: 'SYN-\\d{4}', example: SYN-0042}\n", srv.URL))
 	script := writeFile(t, "script.json", fmt.Sprintf(`{"steps": [
  {"call": "open_url", "args": {"url": "%[1]s/records/SYN-0042"}},
  {"call": "extract_fields", "args": {}},

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 )
 
 // fakeOpenAI is an OpenAI-compatible Chat Completions server whose "model" is the offline planner:
@@ -78,7 +79,7 @@ func newFakeOpenAI(t *testing.T) *fakeOpenAI {
 			}
 			msgs = append(msgs, cm)
 		}
-		turn, err := coordinator.Offline().Next(context.Background(), msgs, nil)
+		turn, err := offline.New().Next(context.Background(), msgs, nil)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

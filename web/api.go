@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"io"
 	"io/fs"
 	"mime"
@@ -18,7 +19,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // The side panel's renderer is the page's, written by go generate (make build runs it).
@@ -292,10 +293,10 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `give exactly one of "preset" or "task"`, nil)
 		return
 	}
-	var preset coordinator.Preset
+	var preset presets.Preset
 	task := req.Task
 	if req.Preset != "" {
-		p, ok := coordinator.PresetByName(req.Preset)
+		p, ok := presets.ByName(req.Preset)
 		if !ok {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q; presets: %s", policy.Clip(req.Preset, 64), strings.Join(presetNames(), ", ")), nil)
 			return
@@ -304,7 +305,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	}
 	// A task that would be rejected is rejected here, before any limit is counted or any run is
 	// recorded.
-	t, err := policy.ParseTask(task)
+	t, err := s.pol.ParseTask(task)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), map[string]any{"status": coordinator.StatusRejected})
 		return

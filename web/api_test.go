@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -155,7 +156,7 @@ func TestPresetsAPI(t *testing.T) {
 	r := do(t, "GET", ts.URL+"/api/presets", "", nil)
 	var got []PresetJSON
 	r.json(t, &got)
-	want := coordinator.Presets()
+	want := presets.All()
 	if len(got) != len(want) || len(got) != 5 {
 		t.Fatalf("GET /api/presets: got %d presets, want 5", len(got))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -52,7 +53,7 @@ type Moment struct {
 type RunSpec struct {
 	Policy *policy.Policy
 	Task   string
-	Preset coordinator.Preset // the zero Preset for a typed task
+	Preset presets.Preset // the zero Preset for a typed task
 	Model  ModelFunc
 	// ModelName is recorded when the model cannot be built.
 	ModelName string
@@ -67,8 +68,8 @@ type RunSpec struct {
 	SignIn func(ctx context.Context, b coordinator.Browser, url string) (coordinator.Takeover, bool)
 }
 
-// Execute runs one task the way the command line does: reject a bad task or model before any
-// browser work, launch the browser, run the coordinator. It calls emit, from the run's goroutine,
+// Execute runs one task the way the command line does: the coordinator rejects a bad task or
+// model before any browser work, then launches the browser and runs. It calls emit, from the run's goroutine,
 // with each step as it is decided and each change of the live view. It returns the result and a
 // description of the browser ("" when none was launched).
 func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.Result, string) {
@@ -128,31 +129,27 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 	}
 	c := coordinator.New(spec.Policy, opts...)
 	ra := coordinator.RunArgs{Task: spec.Task, Preset: spec.Preset.Name, ModelName: spec.ModelName, EndOnDenial: spec.Preset.Simulated}
-	if spec.Policy == nil {
-		return c.Reject(ctx, ra, "no policy"), ""
-	}
-	if _, err := policy.ParseTask(spec.Task); err != nil {
-		return c.Reject(ctx, ra, err.Error()), ""
-	}
-	if spec.Model == nil {
-		return c.Reject(ctx, ra, "no model"), ""
-	}
-	model, err := spec.Model()
-	if err != nil {
-		return c.Reject(ctx, ra, err.Error()), ""
-	}
-	if spec.Preset.Simulated {
-		model = spec.Preset.Model(model, spec.Policy.Sites()[0].Origin)
-	}
-	ra.Model = model
-	if spec.Launch == nil {
-		return c.Fail(ctx, ra, "browser: no launcher"), ""
+	if spec.Model != nil {
+		// The coordinator makes the model only once the task has passed the policy.
+		ra.NewModel = func(pol *policy.Policy) (coordinator.Model, error) {
+			model, err := spec.Model()
+			if err != nil {
+				return nil, err
+			}
+			if spec.Preset.Simulated {
+				model = spec.Preset.Model(model, pol.Sites()[0].Origin)
+			}
+			return model, nil
+		}
 	}
 	// The coordinator records the run as running before it launches the browser (write ahead),
 	// and closes the browser before it records the end. Each start phase is an event.
 	desc := ""
-	emit(Moment{AtMS: at(), Phase: PhaseStarting})
 	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+		if spec.Launch == nil {
+			return nil, nil, errors.New("no launcher")
+		}
+		emit(Moment{AtMS: at(), Phase: PhaseStarting})
 		b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), spec.Policy)
 		if err != nil {
 			return nil, nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -14,7 +15,7 @@ import (
 // it: the shared decision record (n, verdict, rule, reason, layer; origin and path as the audit
 // keeps them), the tool and the URL shown. It holds metadata only, never page text.
 type StepJSON struct {
-	policy.Record
+	policy.Entry
 	Tool       string `json:"tool"`
 	URL        string `json:"url,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
@@ -27,7 +28,7 @@ type StepJSON struct {
 // NewStepJSON is s as StepJSON shows it.
 func NewStepJSON(s coordinator.Step) StepJSON {
 	return withOutcome(StepJSON{
-		Record: s.Record, Tool: s.Tool, URL: s.URL, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
+		Entry: s.Entry, Tool: s.Tool, URL: s.URL, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
 	})
 }
 
@@ -162,7 +163,7 @@ type PresetJSON struct {
 
 func presetsJSON() []PresetJSON {
 	var out []PresetJSON
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		out = append(out, PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Expect: p.Expect, Simulated: p.Simulated})
 	}
 	return out
@@ -171,7 +172,7 @@ func presetsJSON() []PresetJSON {
 // presetNames are the presets' names, in the API's order.
 func presetNames() []string {
 	var out []string
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		out = append(out, p.Name)
 	}
 	return out

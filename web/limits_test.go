@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // xff is the header set of a request forwarded for addr by a proxy.
@@ -241,7 +243,7 @@ func TestClientAddr(t *testing.T) {
 // costModel is the offline planner charging usd per turn.
 func costModel(usd float64) ModelFunc {
 	return func() (coordinator.Model, error) {
-		off := coordinator.Offline()
+		off := offline.New()
 		return coordinator.ModelFunc{ModelName: "priced", F: func(ctx context.Context, msgs []coordinator.Message, tools []coordinator.ToolSpec) (coordinator.Turn, error) {
 			turn, err := off.Next(ctx, msgs, tools)
 			turn.Usage.CostUSD = usd
@@ -371,7 +373,7 @@ func TestEmbeddedRecordings(t *testing.T) {
 	for _, r := range recs {
 		got[r.Preset] = r
 	}
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		r, ok := got[p.Name]
 		if !ok {
 			t.Errorf("no recorded run of preset %s", p.Name)

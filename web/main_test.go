@@ -16,6 +16,7 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
@@ -179,7 +180,7 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 // offlineModel is the offline planner for WithModel.
-func offlineModel() (coordinator.Model, error) { return coordinator.Offline(), nil }
+func offlineModel() (coordinator.Model, error) { return offline.New(), nil }
 
 // newServer starts a Server with the HTTP fake browser, the offline planner and an empty ledger,
 // then opts, behind an httptest server. Both stop with the test.

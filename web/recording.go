@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // RecordingFormat is the version of the recorded-run file format.
@@ -35,7 +35,7 @@ func (r Recording) Validate() error {
 	if r.Format != RecordingFormat {
 		return fmt.Errorf("format %d, want %d", r.Format, RecordingFormat)
 	}
-	p, ok := coordinator.PresetByName(r.Preset)
+	p, ok := presets.ByName(r.Preset)
 	if !ok {
 		return fmt.Errorf("unknown preset %q", r.Preset)
 	}

@@ -16,12 +16,12 @@ func TestStepOutcome(t *testing.T) {
 		step StepJSON
 		want string
 	}{
-		{"answer allowed", StepJSON{Tool: "answer", Record: policy.Record{Rule: "answer check", Verdict: policy.Allow, Reason: "evidence backs every value"}}, "answered"},
-		{"sources conflict", StepJSON{Tool: "answer", Record: policy.Record{Rule: "answer check", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, "uncertain"},
-		{"answer not backed", StepJSON{Tool: "answer", Record: policy.Record{Rule: "answer check", Verdict: policy.Deny, Reason: "value of Status not in the evidence"}}, "blocked"},
-		{"model could not answer", StepJSON{Tool: "answer", Record: policy.Record{Rule: "answer check", Verdict: policy.Deny, Reason: "model could not answer"}}, "blocked"},
-		{"a policy denial is not an outcome", StepJSON{Tool: "open_url", Record: policy.Record{Rule: "no rule matched", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, ""},
-		{"an allowed read is not an outcome", StepJSON{Tool: "read_page", Record: policy.Record{Verdict: policy.Allow}}, ""},
+		{"answer allowed", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Allow, Reason: "evidence backs every value"}}, "answered"},
+		{"sources conflict", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, "uncertain"},
+		{"answer not backed", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "value of Status not in the evidence"}}, "blocked"},
+		{"model could not answer", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "model could not answer"}}, "blocked"},
+		{"a policy denial is not an outcome", StepJSON{Tool: "open_url", Entry: policy.Entry{Rule: "no rule matched", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, ""},
+		{"an allowed read is not an outcome", StepJSON{Tool: "read_page", Entry: policy.Entry{Verdict: policy.Allow}}, ""},
 	}
 	for _, tt := range tests {
 		if got := withOutcome(tt.step).Outcome; got != tt.want {

@@ -14,6 +14,7 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/internal/testutil"
@@ -304,7 +305,7 @@ func takeoverSignIn(t *testing.T, launch Launcher) {
 	// What the model is given, as a transcript would hold it.
 	var transcript logBuf
 	model := func() (coordinator.Model, error) {
-		off := coordinator.Offline()
+		off := offline.New()
 		return coordinator.ModelFunc{ModelName: off.Name(), F: func(ctx context.Context, msgs []coordinator.Message, tools []coordinator.ToolSpec) (coordinator.Turn, error) {
 			for _, m := range msgs {
 				transcript.logf("%+v", m)
@@ -548,7 +549,8 @@ func TestTakeoverHeldToPolicy(t *testing.T) {
 	h := newHostileSignIn(t)
 	site, canary := h.site.URL, h.canary.URL
 	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/login, \"/login?next={path}\", \"/records/{id}\"]\n"+
-		"    signin: {routes: [/login], methods: [POST], wait_seconds: 60}\n", site)
+		"    signin: {routes: [/login], methods: [POST], wait_seconds: 60}\n"+
+		"record:\n  id: {pattern: 'SYN-\\d{4}', example: SYN-0042}\n", site)
 	pol, err := policy.Parse([]byte(src), "hostile signin policy")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 )
 
@@ -86,7 +87,7 @@ func TestPagePresets(t *testing.T) {
 	must(t, "five presets", expect.Locator(page.Locator("#presets button.preset")).ToHaveCount(5))
 	must(t, "limits shown", expect.Locator(page.Locator("#limits")).ToContainText("one run at a time, 50 runs per visitor per hour, $3 of model spend a day"))
 	must(t, "health shown", expect.Locator(page.Locator("#health")).ToHaveText("Live runs are on."))
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		t.Run(p.Name, func(t *testing.T) {
 			must(t, "click", page.Locator(`button[data-preset="`+p.Name+`"]`).Click())
 			must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: "+p.Name))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -592,7 +593,7 @@ func (s *Server) lookup(id string) *run {
 
 // startLive runs r in the background: it waits for a slot (when it was queued, re-checking the
 // ledger once it has one) and runs the task.
-func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
+func (s *Server) startLive(r *run, task string, preset presets.Preset) {
 	waited := r.snapshot().State == StateQueued
 	go func() {
 		defer s.wg.Done()
@@ -665,7 +666,7 @@ const maxRecentSize = 16 << 20
 // keepRecent keeps a live run of a preset that ended as the preset expects, whole and in memory,
 // as the recording played for that preset from now on (the latest real run). Nothing of it is
 // written anywhere.
-func (s *Server) keepRecent(preset coordinator.Preset, res coordinator.Result, browser string, timeline []Moment, size int) {
+func (s *Server) keepRecent(preset presets.Preset, res coordinator.Result, browser string, timeline []Moment, size int) {
 	if preset.Name == "" || res.Status != preset.Expect || size > maxRecentSize || browser == "" {
 		return
 	}
@@ -714,13 +715,13 @@ func (s *Server) dequeue(r *run) {
 
 // recordingFor picks the recorded run played for a task: the preset's own, else the preset of the
 // same record, else the lookup preset.
-func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording, bool, bool) {
+func (s *Server) recordingFor(task string, preset presets.Preset) (Recording, bool, bool) {
 	if rec, ok := s.recording(preset.Name); ok && preset.Name != "" {
 		return rec, false, true
 	}
-	t, _ := policy.ParseTask(task)
-	for _, p := range coordinator.Presets() {
-		pt, _ := policy.ParseTask(p.Task)
+	t, _ := s.pol.ParseTask(task)
+	for _, p := range presets.All() {
+		pt, _ := s.pol.ParseTask(p.Task)
 		if rec, ok := s.recording(p.Name); ok && !p.Simulated && pt.RecordID == t.RecordID {
 			return rec, rec.Result.Task != task, true
 		}

@@ -5,7 +5,7 @@
 // opts: {closedCount, frameIds, textCap, linkCap, fieldCap, minFontPx}
 // handles: closedCount closed shadow roots (resolved by the bridge over CDP, since page script
 //          cannot reach them either), then one frame owner element per frameIds entry.
-// Returns {title, text, links: [{text, href}], fields: [{label, value}], frames: [frameId]}; text
+// Returns {title, heading (the first visible h1), text, links: [{text, href}], fields: [{label, value}], frames: [frameId]}; text
 // holds "\uE000<frameId>\uE001" where a visible child frame sits.
 function (opts, ...handles) {
   const closedRoots = new Map();
@@ -479,6 +479,7 @@ function (opts, ...handles) {
     if (st.structures) {
       if (tag === 'dl' || tag === 'table' || tag === 'label') st.structures.push(el);
     }
+    const h1 = st.structures && tag === 'h1' && !st.heading ? out.length : -1;
     const sr = el.shadowRoot || closedRoots.get(el);
     if (sr) {
       walk(sr, out, st);
@@ -488,6 +489,11 @@ function (opts, ...handles) {
       else for (let c = el.firstChild; c; c = c.nextSibling) walk(c, out, st);
     } else {
       for (let c = el.firstChild; c; c = c.nextSibling) walk(c, out, st);
+    }
+    if (h1 >= 0) {
+      // The main heading: the first h1 with visible text, read as the text around it is.
+      const text = norm(out.slice(h1).join('').replace(/\uE000[^\uE001]*\uE001/g, ' '));
+      if (text) st.heading = text.slice(0, 300);
     }
     if (link && st.links.length < opts.linkCap) {
       const text = norm(out.slice(link.start).join('').replace(/\uE000[^\uE001]*\uE001/g, ' '));
@@ -601,6 +607,7 @@ function (opts, ...handles) {
   return {
     url: String(location.href),
     title: (doc.title || '').replace(/\s+/g, ' ').trim().slice(0, 300),
+    heading: main.heading || '',
     text,
     links: main.links,
     fields,

@@ -41,6 +41,7 @@ type HTTP struct {
 // page is a parsed page.
 type page struct {
 	url, title string
+	heading    string // the first h1's text
 	status     int
 	text       []rune
 	links      []bridge.Link
@@ -126,7 +127,7 @@ func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
 		b.cur = p
 		b.mu.Unlock()
 		text, next, more := chunk(p.text, 0, b.chunk)
-		return bridge.Page{URL: p.url, Title: p.title, Status: p.status, Text: text, Next: next, More: more, Truncated: truncated, Hops: walk.Hops()}, nil
+		return bridge.Page{URL: p.url, Title: p.title, Heading: p.heading, Status: p.status, Text: text, Next: next, More: more, Truncated: truncated, Hops: walk.Hops()}, nil
 	}
 }
 
@@ -194,6 +195,10 @@ func (b *HTTP) parse(url string, status int, body string) (*page, error) {
 			case atom.Title:
 				p.title = collapse(textOf(n))
 				return
+			case atom.H1:
+				if p.heading == "" {
+					p.heading = collapse(textOf(n))
+				}
 			case atom.A:
 				if href, ok := attr(n, "href"); ok {
 					p.links = append(p.links, b.link(len(p.links)+1, collapse(textOf(n)), href, url))
@@ -362,11 +367,12 @@ func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Page is a canned page served by Pages.
 type Page struct {
-	Title  string
-	Status int // 0 means 200
-	Text   string
-	Links  []bridge.Link
-	Fields []bridge.Field
+	Title   string
+	Heading string // the main heading (the first visible h1)
+	Status  int    // 0 means 200
+	Text    string
+	Links   []bridge.Link
+	Fields  []bridge.Field
 	// Err, when set, is what Open returns for this page, e.g. bridge.ErrCredentialRequired.
 	Err error
 	// FinalURL, when set, is the URL Open reports as where it ended.
@@ -432,7 +438,7 @@ func (b *Pages) Open(ctx context.Context, url string) (bridge.Page, error) {
 	}
 	b.cur, b.curURL = &p, final
 	text, next, more := chunk([]rune(p.Text), 0, b.size())
-	return bridge.Page{URL: final, Title: p.Title, Status: p.Status, Text: text, Next: next, More: more}, nil
+	return bridge.Page{URL: final, Title: p.Title, Heading: p.Heading, Status: p.Status, Text: text, Next: next, More: more}, nil
 }
 
 func (b *Pages) size() int {

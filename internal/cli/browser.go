@@ -5,9 +5,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"github.com/browser-agent/browser-agent/web"
 	"io"
 	"os"
+
+	"github.com/browser-agent/browser-agent/web"
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"

@@ -69,7 +69,7 @@ func mcpCmd(e *env, args []string) error {
 	if *polFile == "" {
 		fmt.Fprintln(e.stderr, "browser-agent mcp: no --policy: serving the embedded demo site in-process; the tools can reach only it")
 	}
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
+	pol, stopSite, err := sitePolicy(ctx, e, *polFile, "")
 	if err != nil {
 		if isLoadError(err) {
 			return &ExitError{Code: ExitUsage, Err: err}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/web"
 )
@@ -35,16 +36,16 @@ func recordCmd(e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
 	}
-	var presets []coordinator.Preset
+	var chosen []presets.Preset
 	if len(names) == 0 {
-		presets = coordinator.Presets()
+		chosen = presets.All()
 	}
 	for _, n := range names {
-		p, ok := coordinator.PresetByName(n)
+		p, ok := presets.ByName(n)
 		if !ok {
 			return usageError("unknown preset %q; presets: %s", n, strings.Join(presetNames(), ", "))
 		}
-		presets = append(presets, p)
+		chosen = append(chosen, p)
 	}
 	kind, arg, err := parseModelSpec(*modelSpec)
 	if err != nil {
@@ -65,7 +66,7 @@ func recordCmd(e *env, args []string) error {
 	store, pol := prep.store, prep.pol
 
 	var failed []string
-	for _, p := range presets {
+	for _, p := range chosen {
 		rec := web.Capture(ctx, web.RunSpec{
 			Policy: pol, Task: p.Task, Preset: p, ModelName: *modelSpec,
 			Model: func() (coordinator.Model, error) { return buildModel(kind, arg, pol) },

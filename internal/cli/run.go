@@ -15,8 +15,10 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/coordinator/offline"
 	openaimodel "github.com/browser-agent/browser-agent/coordinator/openai"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -33,7 +35,7 @@ var startDemo = func(ctx context.Context) (*demosite.Server, error) {
 
 // Model specs of --model.
 const (
-	modelOffline = coordinator.OfflineName
+	modelOffline = offline.Name
 	prefixScript = "script:"
 	prefixOpenAI = "openai:"
 )
@@ -54,13 +56,13 @@ func runCmd(e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q; quote the task: --task \"Look up SYN-0042\"", fs.Arg(0))
 	}
-	var preset coordinator.Preset
+	var preset presets.Preset
 	task := *taskFlag
 	switch {
 	case (*taskFlag == "") == (*presetFlag == ""):
 		return usageError("give exactly one of --task or --preset")
 	case *presetFlag != "":
-		p, ok := coordinator.PresetByName(*presetFlag)
+		p, ok := presets.ByName(*presetFlag)
 		if !ok {
 			return usageError("unknown preset %q; presets: %s", *presetFlag, strings.Join(presetNames(), ", "))
 		}
@@ -102,36 +104,36 @@ func runCmd(e *env, args []string) error {
 		opts = append(opts, coordinator.WithTranscript(transcript))
 	}
 
-	// Everything that can be rejected is, before any browser or model work.
-	if _, err := policy.ParseTask(task); err != nil {
-		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, err.Error()))
-	}
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile)
+	// The coordinator rejects a bad task or model before any browser or model work; a policy file
+	// that does not load is rejected here, and the demo site starts only for a task its policy
+	// accepts.
+	pol, stopSite, err := sitePolicy(ctx, e, *polFile, task)
 	var in *coordinator.Interrupt
+	var te *policy.TaskError
 	switch {
 	case isLoadError(err):
 		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, "policy: "+err.Error()))
+	case errors.As(err, &te):
+		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, err.Error()))
 	case err != nil && errors.As(context.Cause(ctx), &in):
 		return rep(coordinator.New(nil, opts...).Interrupted(ctx, ra, in))
 	case err != nil:
 		return err
 	}
 	defer stopSite()
-	c := coordinator.New(pol, opts...)
-	model, err := buildModel(kind, arg, pol)
-	if err != nil {
-		return rep(c.Reject(ctx, ra, err.Error()))
+	ra.NewModel = func(pol *policy.Policy) (coordinator.Model, error) {
+		model, err := buildModel(kind, arg, pol)
+		if err == nil && preset.Simulated {
+			model = preset.Model(model, pol.Sites()[0].Origin)
+		}
+		return model, err
 	}
-	if preset.Simulated {
-		model = preset.Model(model, pol.Sites()[0].Origin)
-	}
-	ra.Model = model
 	// The coordinator records the run as running, then launches the browser, and closes it before
 	// it records the end.
 	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
 		return launchLogged(ctx, e, pol)
 	}
-	return rep(c.Run(ctx, ra))
+	return rep(coordinator.New(pol, opts...).Run(ctx, ra))
 }
 
 // launchLogged launches the browser; the full launch error (command line, browser logs) goes to
@@ -146,7 +148,7 @@ func launchLogged(ctx context.Context, e *env, pol *policy.Policy) (coordinator.
 
 func presetNames() []string {
 	var names []string
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		names = append(names, p.Name)
 	}
 	return names
@@ -170,7 +172,7 @@ func parseModelSpec(spec string) (kind, arg string, err error) {
 func buildModel(kind, arg string, pol *policy.Policy) (coordinator.Model, error) {
 	switch kind {
 	case modelOffline:
-		return coordinator.Offline(), nil
+		return offline.New(), nil
 	case prefixScript:
 		return coordinator.LoadScript(arg)
 	default:

@@ -18,6 +18,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -76,7 +77,7 @@ func TestRunPresets(t *testing.T) {
 		coordinator.StatusAnswered: ExitOK, coordinator.StatusUncertain: ExitUncertain,
 		coordinator.StatusBlocked: ExitBlocked, coordinator.StatusHuman: ExitHuman,
 	}
-	for _, p := range coordinator.Presets() {
+	for _, p := range presets.All() {
 		t.Run(p.Name, func(t *testing.T) {
 			transcript := filepath.Join(t.TempDir(), "transcript.jsonl")
 			code, out, errOut := runCLI(t, "run", "--preset", p.Name, "--json", "--db", db, "--transcript", transcript)

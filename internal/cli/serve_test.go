@@ -17,6 +17,7 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/web"
@@ -204,7 +205,7 @@ func TestRecord(t *testing.T) {
 		t.Fatalf("record wrote %d recordings, want 5", len(recs))
 	}
 	for _, r := range recs {
-		p, _ := coordinator.PresetByName(r.Preset)
+		p, _ := presets.ByName(r.Preset)
 		if r.Result.Status != p.Expect || r.Browser != "*browsertest.HTTP" || len(r.Timeline) == 0 || r.Result.Simulated != p.Simulated {
 			t.Errorf("recording %s: status %s, browser %q, %d moments, simulated %v", r.Preset, r.Result.Status, r.Browser, len(r.Timeline), r.Result.Simulated)
 		}

@@ -34,11 +34,22 @@ func openStore(e *env, path string) (*audit.Store, error) {
 
 // sitePolicy returns the policy of FILE or, when file is "", starts the embedded demo site
 // in-process and returns its policy. stop closes the site; it is never nil. A FILE that does not
-// load gives a *policy.LoadError.
-func sitePolicy(ctx context.Context, e *env, file string) (pol *policy.Policy, stop func(), err error) {
+// load gives a *policy.LoadError. When task is not "", the demo site starts only for a task the
+// embedded policy accepts: otherwise the *policy.TaskError is returned and nothing started.
+func sitePolicy(ctx context.Context, e *env, file, task string) (pol *policy.Policy, stop func(), err error) {
 	if file != "" {
 		pol, err = policy.Load(file)
 		return pol, func() {}, err
+	}
+	if task != "" {
+		// The record identifier's shape does not depend on where the site listens.
+		embedded, err := loadPolicy("", DefaultDemoOrigin)
+		if err != nil {
+			return nil, func() {}, err
+		}
+		if _, err := embedded.ParseTask(task); err != nil {
+			return nil, func() {}, err
+		}
 	}
 	srv, err := startDemo(ctx)
 	if err != nil {
@@ -81,7 +92,7 @@ func prepare(ctx context.Context, e *env, dbFile, polFile, kind, arg string) (*p
 	if err != nil {
 		return nil, err
 	}
-	pol, stopSite, err := sitePolicy(ctx, e, polFile)
+	pol, stopSite, err := sitePolicy(ctx, e, polFile, "")
 	if err != nil {
 		store.Close()
 		if isLoadError(err) {

@@ -33,7 +33,7 @@ type Browser struct {
 	rt    *bridge.Runtime // the driver, when the Browser started its own (LaunchWith)
 
 	mu      sync.Mutex
-	pending []policy.Record
+	pending []policy.Entry
 	dropped int
 }
 
@@ -98,7 +98,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	// request inside an https tunnel as much as a plain one), so it lands in the audit under the
 	// step during which it was sent, even if its response never ends.
 	px, err := proxy.Start(ctx, pol, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) {
-		g.note(d.Record)
+		g.note(d.Entry)
 	})}, popts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
@@ -114,7 +114,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 			if d.Verdict == policy.Allow {
 				px.NoteBrowserAllowed(d.Method, d.URL())
 			}
-			g.note(d.Record)
+			g.note(d.Entry)
 		}),
 	}
 	s, err := start(ctx, pol, append(bopts, opts...)...)
@@ -126,7 +126,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	return g, nil
 }
 
-func (g *Browser) note(d policy.Record) {
+func (g *Browser) note(d policy.Entry) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.pending) >= MaxPendingDecisions {
@@ -138,12 +138,12 @@ func (g *Browser) note(d policy.Record) {
 
 // TakeDecisions returns the requests decided by the browser layer and the proxy since the last
 // call. It implements coordinator.EgressLog.
-func (g *Browser) TakeDecisions() []policy.Record {
+func (g *Browser) TakeDecisions() []policy.Entry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := g.pending
 	if g.dropped > 0 {
-		out = append(out, policy.Record{
+		out = append(out, policy.Entry{
 			Verdict: policy.Deny, Layer: policy.LayerBrowser,
 			Reason: fmt.Sprintf("%d more request decisions not recorded", g.dropped),
 		})

@@ -62,7 +62,7 @@ var (
 // ToolNames are the six tools, in the order tools/list gives them.
 func ToolNames() []string {
 	var out []string
-	for _, t := range coordinator.Tools() {
+	for _, t := range coordinator.Tools(nil) {
 		out = append(out, t.Name)
 	}
 	return append(out, coordinator.ToolCheckAnswer)
@@ -100,13 +100,13 @@ func New(cfg Config) (*Server, error) {
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		SupportedProtocolVersions: versions,
 	})
-	for _, spec := range coordinator.Tools() {
+	for _, spec := range coordinator.Tools(cfg.Policy) {
 		s.mcp.AddTool(&mcp.Tool{
 			Name: spec.Name, Description: spec.Description, InputSchema: spec.Parameters,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: falseP, OpenWorldHint: trueP, Title: spec.Name},
 		}, s.browseHandler(spec.Name))
 	}
-	ca := coordinator.CheckAnswerSpec()
+	ca := coordinator.CheckAnswerSpec(cfg.Policy)
 	s.mcp.AddTool(&mcp.Tool{
 		Name: ca.Name, Description: ca.Description, InputSchema: ca.Parameters,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: falseP, IdempotentHint: true, OpenWorldHint: falseP, Title: ca.Name},

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/browser-agent/browser-agent/policy"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The same hostile pages, driven through "browser-agent mcp" by a compromised MCP client: the
@@ -144,7 +144,9 @@ func runMCP(t *testing.T, e *env) guarded {
 	if task == "" {
 		task = "Look up SYN-0042"
 	}
-	if pt, err := policy.ParseTask(task); err == nil {
+	if pol, err := policy.Parse([]byte(e.policyYAML()), "case policy"); err != nil {
+		t.Fatal(err)
+	} else if pt, err := pol.ParseTask(task); err == nil {
 		q, _ := json.Marshal(map[string]string{"query": pt.RecordID})
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_site", Arguments: json.RawMessage(q)})
 		fmt.Fprintf(&transcript, "call search_site %s (binds the session to the task's record)\n", q)

@@ -275,6 +275,9 @@ sites:
   - origin: %s
     read: ["/", "/search", "/records/{id}", "/p/*", "/static/*", "/p/*?next={path}&d={d}&n={n}&i={i}&h={h}"`+strings.Join(entry, "")+`]
     search: /search?q={query}
+record:
+  id: {pattern: 'SYN-\d{4}', example: SYN-0042}
+  labels: [Record ID]
 models:
   approved: [approved-model]
 limits:

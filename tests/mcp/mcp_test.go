@@ -14,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/policy"
 )
 
 var sixTools = []string{"search_site", "open_url", "read_page", "list_links", "extract_fields", "check_answer"}
@@ -31,10 +33,15 @@ func checkTools(t *testing.T, cs *mcp.ClientSession) {
 	}
 	var names []string
 	specs := map[string]json.RawMessage{}
-	for _, s := range coordinator.Tools() {
+	// The server runs under the embedded demo policy: the tools' record example is its.
+	pol, err := policy.Parse(demosite.PolicyYAML("http://127.0.0.1:8081"), "demo policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range coordinator.Tools(pol) {
 		specs[s.Name] = s.Parameters
 	}
-	specs[coordinator.ToolCheckAnswer] = coordinator.CheckAnswerSpec().Parameters
+	specs[coordinator.ToolCheckAnswer] = coordinator.CheckAnswerSpec(pol).Parameters
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
 		if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {

@@ -1,13 +1,13 @@
-package coordinator_test
+package presets_test
 
 import (
 	"fmt"
 
-	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
-func ExamplePresets() {
-	for _, p := range coordinator.Presets() {
+func ExampleAll() {
+	for _, p := range presets.All() {
 		fmt.Printf("%-20s %-22s simulated=%v  %s\n", p.Name, p.Expect, p.Simulated, p.Task)
 	}
 	// Output:
