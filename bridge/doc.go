@@ -5,7 +5,9 @@
 // decides it with the policy, fetches it with Go without following redirects (Redirects walks
 // each chain hop by hop) and fulfils it. It sits on policy, beside proxy and audit; the
 // coordinator drives it through coordinator.Browser, and internal/guarded puts each Session behind
-// the run's egress proxy.
+// the run's egress proxy. A page's text is read only where rendering proves it visible
+// (visibility.go: every frame, scroll container and the page's whole length, by pixels); what
+// cannot be proven is withheld, never judged by style checks, and Page.Withheld counts it.
 //
 // Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
 // those (through its Browser interface); internal/guarded, which puts a bridge session behind a

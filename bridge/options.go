@@ -47,7 +47,8 @@ type config struct {
 	chunkSize  int
 	textCap    int
 	settle     time.Duration
-	pixels     bool // decide visibility by rendering (visibility.go)
+	pixels     bool          // decide visibility by rendering (visibility.go)
+	pixelTime  time.Duration // bounds the pixel phase (maxPixelTime; tests shorten it)
 }
 
 func defaultConfig() config {
@@ -60,6 +61,7 @@ func defaultConfig() config {
 		textCap:    DefaultTextCap,
 		settle:     DefaultSettle,
 		pixels:     true,
+		pixelTime:  maxPixelTime,
 	}
 }
 

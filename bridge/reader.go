@@ -278,6 +278,7 @@ type pageView struct {
 	children map[string][]string
 	closed   map[string][]closedRoot
 	frames   []string // every frame, main first
+	worlds   map[string]int
 }
 
 type closedRoot struct {
@@ -365,24 +366,6 @@ func (v *pageView) domCredential() string {
 	return ""
 }
 
-// countNodes counts the nodes of n's tree, stopping at limit.
-func countNodes(n *cdpNode, limit int) int {
-	if n == nil {
-		return 0
-	}
-	c := 1
-	for _, ch := range n.Children {
-		if c >= limit {
-			return c
-		}
-		c += countNodes(ch, limit-c)
-	}
-	for _, sr := range n.ShadowRoots {
-		c += countNodes(sr, limit-c)
-	}
-	return c + countNodes(n.ContentDocument, limit-c)
-}
-
 // readerGroup is the object group of the handles the reader is given.
 const readerGroup = "browser-agent-reader"
 
@@ -397,10 +380,19 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	var world struct {
 		ID int `json:"executionContextId"`
 	}
-	if err := cdpCall(ctx, t.sess, "Page.createIsolatedWorld", map[string]any{
-		"frameId": frame, "worldName": s.world, "grantUniveralAccess": false,
-	}, &world); err != nil {
-		return nil, err
+	// One isolated world per frame and view: the pixel phase evaluates in each frame many times.
+	if id, ok := v.worlds[frame]; ok {
+		world.ID = id
+	} else {
+		if err := cdpCall(ctx, t.sess, "Page.createIsolatedWorld", map[string]any{
+			"frameId": frame, "worldName": s.world, "grantUniveralAccess": false,
+		}, &world); err != nil {
+			return nil, err
+		}
+		if v.worlds == nil {
+			v.worlds = map[string]int{}
+		}
+		v.worlds[frame] = world.ID
 	}
 	defer func() {
 		_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": readerGroup}, nil)
@@ -430,7 +422,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 		}
 	}
 	var frameIDs []string
-	if mode != "check" {
+	if mode == "read" || mode == "layout" {
 		for _, c := range v.children[frame] {
 			var fo struct {
 				BackendNodeID int `json:"backendNodeId"`
@@ -476,7 +468,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	if err := json.Unmarshal(res.Result.Value, &rr); err != nil {
 		return nil, fmt.Errorf("reader result: %w", err)
 	}
-	if mode == "layout" {
+	if mode == "layout" || mode == "scroll" {
 		rr.Layout = res.Result.Value
 	}
 	return &rr, nil
@@ -524,6 +516,10 @@ type snapshot struct {
 	text    string
 	links   []Link
 	fields  []Field
+	// withheld counts the text runs not read because rendering did not prove them visible
+	// (unproven says why), as opposed to runs proven hidden.
+	withheld int
+	unproven string
 }
 
 type rawRead struct {
@@ -539,6 +535,7 @@ type rawRead struct {
 	Frames   []string        `json:"frames"`
 	Controls []control       `json:"controls"`
 	NRuns    int             `json:"nRuns"`
+	Withheld int             `json:"withheld"`
 	Layout   json.RawMessage `json:"-"`
 }
 
@@ -567,20 +564,49 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 	}
 	reads := map[string]*rawRead{}
 	var why string
+	// Visibility by rendering (visibility.go), for every frame: the page stays frozen from the
+	// layout to the end of the reads, so that the reads walk the runs the shots judged.
+	var verdicts map[string][]int
+	if s.cfg.pixels {
+		if err := freeze(ctx, v, "frozen"); err != nil {
+			return nil, "", err
+		}
+		defer func() {
+			if verdicts != nil {
+				thaw(ctx, v)
+			}
+		}()
+		pctx, cancel := context.WithTimeout(ctx, min(time.Until(deadlineOf(ctx))/2, s.cfg.pixelTime))
+		job, err := s.pixelVerdicts(pctx, v)
+		cancel()
+		if err != nil {
+			s.cfg.logf("bridge: visibility by rendering stopped: %v (the runs not reached are decided by styles)", err)
+		}
+		verdicts = job.verdictsOf(err != nil)
+	}
 	var read func(frame string, depth int) error
 	read = func(frame string, depth int) error {
 		if v.owner[frame] == nil || depth > 8 || why != "" {
 			return nil
 		}
-		var rr *rawRead
-		var err error
-		if frame == mainID && s.cfg.pixels && countNodes(v.targets[0].doc, maxPixelNodes+1) <= maxPixelNodes {
-			rr, err = s.readRendered(ctx, v, frame)
-		} else {
-			rr, err = s.evalFrame(ctx, v, frame, "read", nil)
+		var extra map[string]any
+		var vs []int
+		if verdicts != nil {
+			vs = verdicts[frame]
+			if vs == nil {
+				vs = []int{} // a frame not laid out: all of its text is withheld
+			}
+			extra = map[string]any{"verdicts": vs}
 		}
+		rr, err := s.evalFrame(ctx, v, frame, "read", extra)
 		if err != nil {
 			return err
+		}
+		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) {
+			// Not the frame the shots judged: withhold all of its text.
+			if rr, err = s.evalFrame(ctx, v, frame, "read", map[string]any{"verdicts": []int{}}); err != nil {
+				return err
+			}
 		}
 		if w := controlsCredential(rr.Controls); w != "" {
 			why = w
@@ -596,6 +622,10 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 	}
 	if err := read(mainID, 0); err != nil {
 		return nil, "", err
+	}
+	if verdicts != nil {
+		thaw(ctx, v)
+		verdicts = nil
 	}
 	if why != "" {
 		return nil, why, nil
@@ -616,6 +646,12 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 		return nil, "", ErrPageChanged
 	}
 	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading}
+	for _, rr := range reads {
+		snap.withheld += rr.Withheld
+	}
+	if snap.withheld > 0 {
+		snap.unproven = "not shown by rendering: still hidden after scrolling, in a frame drawn transformed, or past the bound of scroll passes"
+	}
 	var links []rawLink
 	snap.text = s.assemble(mainID, reads, &links, &snap.fields, 0)
 	snap.text = capText(collapseBlankLines(snap.text), s.cfg.textCap)

@@ -110,6 +110,8 @@ type pageState struct {
 	text      string
 	links     []Link
 	fields    []Field
+	unread    int    // text runs not proven visible (snapshot.withheld)
+	unproven  string // why
 }
 
 // maxDecisions bounds the session's in-memory decision log.
@@ -474,9 +476,14 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), ErrCredentialRequired)
 	}
 	st.title, st.heading, st.text, st.links, st.fields = snap.title, snap.heading, snap.text, snap.links, snap.fields
+	st.unread, st.unproven = snap.withheld, snap.unproven
 	s.setCur(st)
 	c := chunkOf(st.text, 0, s.cfg.chunkSize)
 	page.Title, page.Heading = st.title, st.heading
+	page.Withheld, page.Unproven = st.unread, st.unproven
+	if st.unread > 0 {
+		s.cfg.logf("bridge: %s: %d text runs withheld: %s", redactURL(f.url), st.unread, st.unproven)
+	}
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
 }

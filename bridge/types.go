@@ -20,6 +20,18 @@ type Page struct {
 	More      bool // more visible text follows Text
 	Truncated bool // the response body was over the body cap and was cut
 	Hops      []Hop
+	// Withheld counts the page's text runs not read because rendering did not prove them
+	// visible (not shown after scrolling, or the pixel phase ran out of time); Unproven says why.
+	Withheld int
+	Unproven string
+}
+
+// WithheldNote is the sentence a tool result carries about withheld text, or "".
+func (p Page) WithheldNote() string {
+	if p.Withheld == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d passage(s) of this page were not read: their visibility could not be proven by rendering (%s); they are treated as not visible", p.Withheld, p.Unproven)
 }
 
 // Hop is one redirect hop and the decision taken on it.

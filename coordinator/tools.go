@@ -288,6 +288,9 @@ type envelope struct {
 	Rule        string `json:"rule,omitempty"`
 	Reason      string `json:"reason,omitempty"`
 	Untrusted   any    `json:"untrusted_page_data,omitempty"`
+	// Withheld is the bridge's note that some of the page's text was not read because rendering
+	// could not prove it visible (visibility by rendering fails closed).
+	Withheld string `json:"withheld,omitempty"`
 }
 
 // encodeResult turns an envelope into tool message content: the preface, a newline and the JSON on
@@ -515,6 +518,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 			Title: page.Title, HTTPStatus: page.Status, Text: page.Text,
 			Offset: page.Offset, Next: page.Next, More: page.More, Truncated: page.Truncated,
 		},
+		Withheld: page.WithheldNote(),
 	})
 	return outcome{
 		step:    Step{Tool: tool, URL: final.URL, Entry: policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}},

@@ -136,6 +136,13 @@ function (opts, ...handles) {
     return out;
   };
   const controls = collectControls();
+  if (opts.mode === 'scroll') {
+    // The main frame scrolled to show an out-of-process frame: Chromium does not draw one that
+    // is out of the viewport.
+    window.scrollTo(window.scrollX, opts.y);
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [],
+      view: [window.scrollX, window.scrollY, window.innerWidth || root.clientWidth || 1280, window.innerHeight || root.clientHeight || 0] };
+  }
   if (opts.mode === 'check') {
     return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls };
   }
@@ -144,12 +151,17 @@ function (opts, ...handles) {
   // (and so currentColor borders and icons) and layout stay as they are.
   if (opts.mode === 'paint') {
     const tag = 'data-browser-agent-paint';
-    const css = '* { -webkit-text-fill-color: transparent !important; ' +
-      '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; ' +
-      'text-decoration-color: transparent !important; text-emphasis-color: transparent !important; } ' +
-      'text, tspan, textPath { fill: transparent !important; stroke: transparent !important; } ' +
-      // Text drawn by its background (background-clip: text): that background goes too.
-      '[data-browser-agent-bgtext] { background: none !important; }';
+    // Decorations (underlines, emphasis marks) stay: a line under transparent text is not text.
+    const off = ' { -webkit-text-fill-color: transparent !important; ' +
+      '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; } ';
+    // 'foreign': only the text that is not a run (generated content, list markers, form
+    // controls, an image's alt text, object fallback): the bridge excludes the pixels it draws.
+    const foreign = '*::before, *::after, *::marker, *::placeholder, *::file-selector-button, input, textarea, select, select *, img, object, object *';
+    const css = opts.paint === 'foreign' ? foreign + off
+      : '*, *::first-line, *::first-letter, ' + foreign + off +
+        'text, tspan, textPath { fill: transparent !important; stroke: transparent !important; } ' +
+        // Text drawn by its background (background-clip: text): that background goes too.
+        '[data-browser-agent-bgtext] { background: none !important; }';
     const scopes = [doc];
     const find = (n) => {
       for (let c = n.firstElementChild; c; c = c.nextElementSibling) {
@@ -160,7 +172,7 @@ function (opts, ...handles) {
     };
     find(root);
     for (const sc of scopes) {
-      for (const el of sc.querySelectorAll('*')) {
+      for (const el of (opts.paint === 'foreign' ? [] : sc.querySelectorAll('*'))) {
         if (opts.paint === 'off') {
           const st = getComputedStyle(el);
           if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') el.setAttribute('data-browser-agent-bgtext', '');
@@ -169,7 +181,8 @@ function (opts, ...handles) {
         }
       }
       const host = sc === doc ? (doc.head || root) : sc;
-      if (opts.paint === 'off') {
+      if (opts.paint !== 'on') {
+        for (const st of Array.from(host.querySelectorAll('style[' + tag + ']'))) st.remove();
         const st = doc.createElement('style');
         st.setAttribute(tag, '');
         st.textContent = css;
@@ -279,7 +292,7 @@ function (opts, ...handles) {
           // Scrollable: everything inside its scroll area can be scrolled into view.
           r = { left: b.left - el.scrollLeft, top: b.top - el.scrollTop,
             right: b.left - el.scrollLeft + Math.max(el.scrollWidth, b.width),
-            bottom: b.top - el.scrollTop + Math.max(el.scrollHeight, b.height) };
+            bottom: b.top - el.scrollTop + Math.max(el.scrollHeight, b.height), scroller: true };
         } else {
           r = { left: b.left, top: b.top, right: b.right, bottom: b.bottom };
         }
@@ -289,17 +302,34 @@ function (opts, ...handles) {
     return r;
   };
 
+  // How far the scroll containers (overflow auto or scroll) above el are scrolled: added back, so
+  // that which text counts as a run does not depend on scroll positions (the bridge scrolls them
+  // between layouts, see reveal).
+  const scrolledBy = (el) => {
+    let x = 0, y = 0, n = 0;
+    for (let a = el; a; a = flatParent(a)) {
+      if (a === root || a === doc.body) continue;
+      const s = cs(a);
+      if (['auto', 'scroll'].includes(s.overflowX) || ['auto', 'scroll'].includes(s.overflowY)) { x += a.scrollLeft; y += a.scrollTop; n++; }
+    }
+    return { x, y, n };
+  };
   const boxVisible = (rect, el) => {
     if (rect.width < 1 || rect.height < 1) return false;
-    const left = rect.left + sx, top = rect.top + sy;
+    const sc = scrolledBy(el);
+    const left = rect.left + sx + sc.x, top = rect.top + sy + sc.y;
     if (left + rect.width <= 0 || top + rect.height <= 0) return false; // off the page, up or left
     if (left > Math.max(4 * vw, 5000)) return false; // far off to the right
+    // Past a scroll container, what must be shown is the container's box: scrolling it shows the
+    // text inside, wherever its scroll area puts it.
+    let r = rect;
     for (let a = el; a; a = flatParent(a)) {
       const c = clipRect(a);
       if (!c) continue;
-      const w = Math.min(rect.right, c.right) - Math.max(rect.left, c.left);
-      const h = Math.min(rect.bottom, c.bottom) - Math.max(rect.top, c.top);
+      const w = Math.min(r.right, c.right) - Math.max(r.left, c.left);
+      const h = Math.min(r.bottom, c.bottom) - Math.max(r.top, c.top);
       if (w < 2 || h < 2) return false;
+      if (c.scroller) r = a.getBoundingClientRect();
     }
     return true;
   };
@@ -333,15 +363,19 @@ function (opts, ...handles) {
   // (scrolled away inside a scroll container, outside the shot) falls back to the paint heuristics
   // (contrast against the nearest background colour, alpha).
   const runs = [];
-  let nRuns = 0;
+  let nRuns = 0, withheld = 0, revealNode = null;
   const docW = Math.max(root.scrollWidth, vw);
   const docH = Math.max(root.scrollHeight, doc.body ? doc.body.scrollHeight : 0);
   // Can the page be scrolled sideways? Not when the root (or the body, which then gives the
   // viewport its overflow) hides its horizontal overflow.
   const xLocked = ['hidden', 'clip'].includes(getComputedStyle(root).overflowX) ||
     (doc.body && ['hidden', 'clip'].includes(getComputedStyle(doc.body).overflowX) && getComputedStyle(root).overflowX === 'visible');
-  const capW = vw;
-  const capH = Math.min(docH, opts.maxShotH || 0);
+  // What the shots can show: in the main frame, the page a person can scroll (captureBeyondViewport,
+  // page coordinates); in a child frame, its viewport (the bridge scrolls it, see reveal).
+  const child = !!opts.child;
+  const vh = window.innerHeight || root.clientHeight || 0;
+  const capW = child ? vw : (xLocked ? vw : docW);
+  const capH = child ? vh : docH;
   const shownNow = (r, el) => {
     for (let a = el; a; a = flatParent(a)) {
       if (a === root || a === doc.body) continue;
@@ -391,26 +425,40 @@ function (opts, ...handles) {
     const sb = scaleBlur(p);
     const eff = parseFloat(s.fontSize) * sb.scale;
     if (eff < MIN_FONT || sb.blur >= eff / 4) return false;
+    // Text drawn only by its shadows (no fill, no stroke): each shadow blurred by a quarter of the
+    // size or more is a smudge.
+    const fill = parseColor(s.webkitTextFillColor);
+    if (fill && fill.a < 0.1 && !(parseFloat(s.webkitTextStrokeWidth) > 0) && s.textShadow && s.textShadow !== 'none') {
+      const blurs = [];
+      s.textShadow.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (m, x, y, bl) => { blurs.push(parseFloat(bl || '0')); return m; });
+      if (blurs.length && blurs.every((bl) => bl * sb.scale >= eff / 4)) return false;
+    }
     range.selectNodeContents(t);
     const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
     if (!rects.length) return false;
     const i = nRuns++;
     if (opts.mode === 'layout') {
-      // null: not decided by pixels; 0: beyond what scrolling the page shows; boxes to compare.
-      let decidable = capH > 0, beyond = true;
+      // null: not shown now (a scroll container or the frame must be scrolled first, see
+      // reveal); 0: beyond what scrolling the page shows; else its boxes, in the frame's page
+      // coordinates, to compare.
+      // Inside a scroll container a run may lie past the page's end: scrolling shows it.
+      let decidable = capH > 0, beyond = scrolledBy(b).n === 0;
       const boxes = [];
       for (const r of rects) {
         const x = r.left + sx, y = r.top + sy;
-        if (!(y >= docH || (xLocked && x >= vw))) beyond = false;
-        if (x < 0 || y < 0 || x + r.width > capW || y + r.height > capH || !shownNow(r, b)) decidable = false;
-        boxes.push([x, y, r.width, r.height]);
+        if (!(y >= docH || (xLocked && x >= vw)) || child) beyond = false;
+        const cx = child ? r.left : x, cy = child ? r.top : y;
+        if (cx < 0 || cy < 0 || cx + r.width > capW || cy + r.height > capH || !shownNow(r, b)) decidable = false;
+        boxes.push([cx, cy, r.width, r.height]);
       }
+      if (i === opts.reveal) revealNode = t;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
     }
-    const v = opts.verdicts ? opts.verdicts[i] : 2;
-    if (v === 0) return false;
-    if (v === 1) return true;
-    return paintVisible(s, p);
+    if (!opts.verdicts || opts.verdicts[i] === 3) return paintVisible(s, p);
+    // With verdicts, a run the pixels did not prove visible is not read (withheld and counted).
+    if (opts.verdicts[i] === 1) return true;
+    if (opts.verdicts[i] !== 0) withheld++;
+    return false;
   };
   // paintVisible is the fallback for runs the pixels did not decide. It errs towards hidden: text
   // on a background it cannot know (an image or a gradient) is not read.
@@ -602,7 +650,45 @@ function (opts, ...handles) {
   }
 
   if (opts.mode === 'layout') {
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, nRuns, capW, capH };
+    if (revealNode) {
+      // Scroll the run's scroll containers (auto or scroll: what a person can scroll; hidden and
+      // clip are not) and, in a child frame, the frame, so that its first box is shown. The
+      // bridge lays the frame out again after it.
+      range.selectNodeContents(revealNode);
+      let r = range.getBoundingClientRect();
+      for (let a = flatParent(revealNode); a && a !== root && a !== doc.body; a = flatParent(a)) {
+        const st = getComputedStyle(a);
+        const sy = st.overflowY === 'auto' || st.overflowY === 'scroll';
+        const sxx = st.overflowX === 'auto' || st.overflowX === 'scroll';
+        if (!sy && !sxx) continue;
+        const b = a.getBoundingClientRect();
+        const top = b.top + a.clientTop, left = b.left + a.clientLeft;
+        if (sy && (r.top < top || r.bottom > top + a.clientHeight)) a.scrollTop += r.top - top;
+        if (sxx && (r.left < left || r.right > left + a.clientWidth)) a.scrollLeft += r.left - left;
+        r = range.getBoundingClientRect();
+      }
+      if (child && (r.top < 0 || r.bottom > vh || r.left < 0 || r.right > vw)) {
+        window.scrollBy(r.left < 0 || r.right > vw ? r.left : 0, r.top < 0 || r.bottom > vh ? r.top : 0);
+      }
+      return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, revealed: true };
+    }
+    // The content box of each visible child frame's owner, in this frame's coordinates (page
+    // coordinates in the main frame, client coordinates in a child frame). An owner drawn
+    // transformed (its box not its layout size) is left out: its frame's text is withheld.
+    const owners = [];
+    for (const id of main.frames) {
+      let el = null;
+      for (const [e, fid] of frameOwners) if (fid === id) el = e;
+      if (!el) continue;
+      const b = el.getBoundingClientRect();
+      if (Math.abs(b.width - el.offsetWidth) > 0.5 || Math.abs(b.height - el.offsetHeight) > 0.5) continue;
+      const st = cs(el);
+      const x = b.left + parseFloat(st.borderLeftWidth) + parseFloat(st.paddingLeft) + (child ? 0 : sx);
+      const y = b.top + parseFloat(st.borderTopWidth) + parseFloat(st.paddingTop) + (child ? 0 : sy);
+      owners.push({ id, x, y });
+    }
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, nRuns, capW, capH, owners,
+      view: [sx, sy, vw, vh] };
   }
   return {
     url: String(location.href),
@@ -614,5 +700,6 @@ function (opts, ...handles) {
     frames: main.frames,
     controls,
     nRuns,
+    withheld,
   };
 }

@@ -32,6 +32,7 @@ func httpsCases() []*tcase {
 			out = append(out, overHTTPS(c))
 		}
 	}
+	out = append(out, visibilityHTTPSCases()...)
 	return append(out, tlsCases()...)
 }
 
