@@ -482,7 +482,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	page.Title, page.Heading = st.title, st.heading
 	page.Withheld, page.Unproven = st.unread, st.unproven
 	if st.unread > 0 {
-		s.cfg.logf("bridge: %s: %d text runs withheld: %s", redactURL(f.url), st.unread, st.unproven)
+		s.cfg.logf("bridge: %s: %d text runs withheld: %s", policy.CleanURL(f.url), st.unread, st.unproven)
 	}
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
