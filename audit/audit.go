@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" driver
@@ -60,14 +59,6 @@ const (
 	FieldUSD = "usd"
 )
 
-// Layers that can decide a step.
-const (
-	LayerPolicy      = "policy"
-	LayerBrowser     = "browser"
-	LayerProxy       = "proxy"
-	LayerCoordinator = "coordinator"
-)
-
 // Run kinds: what started a run.
 const (
 	KindRun = "run" // the coordinator's own loop: run, serve, record
@@ -84,9 +75,9 @@ const StatusInterrupted = "interrupted"
 
 // Length bounds, in bytes, of stored text fields. Longer values are cut at a UTF-8 boundary.
 const (
-	MaxReasonLen = 200 // rule and reason of a step, reason of a run
-	MaxPathLen   = 1024
-	maxShortLen  = 200 // tool, verdict, status, preset, model, record id, origin
+	MaxReasonLen = policy.MaxTextLen // rule and reason of a step, reason of a run
+	MaxPathLen   = policy.MaxPathLen
+	maxShortLen  = policy.MaxShortLen // tool, verdict, status, preset, model, record id, origin
 )
 
 // ErrNotFound is returned (wrapped) when a run does not exist.
@@ -136,22 +127,17 @@ type Run struct {
 	Client    string `json:"client"` // for KindMCP: the client's name and version
 }
 
-// Step is one tool call of a run and the decision on it: the canonical step record.
+// Step is one tool call of a run and the decision on it: the canonical step record, the shared
+// decision record (policy.Entry) with the tool, the time it took and what it returned.
 //
 // URL is the input: AddStep stores only its origin and path, never its query, fragment or userinfo.
 // Origin and Path are the outputs when a step is read back. When URL is "", AddStep derives them
-// from Origin+Path, with the same stripping.
+// from Origin+Path, with the same stripping. The Record's Method is not stored.
 type Step struct {
-	RunID         string        `json:"run_id"`
-	N             int           `json:"n"`
-	Tool          string        `json:"tool"`
-	URL           string        `json:"-"`
-	Origin        string        `json:"origin"`
-	Path          string        `json:"path"`
-	Verdict       string        `json:"verdict"`
-	Rule          string        `json:"rule"`
-	Reason        string        `json:"reason"`
-	Layer         string        `json:"layer"`
+	RunID string `json:"run_id"`
+	Tool  string `json:"tool"`
+	URL   string `json:"-"`
+	policy.Entry
 	Duration      time.Duration `json:"-"` // stored and marshalled as duration_ms
 	BytesReturned int           `json:"bytes_returned"`
 	RecordedAt    time.Time     `json:"recorded_at"` // set by AddStep: when the step was committed
@@ -168,68 +154,17 @@ func (st Step) MarshalJSON() ([]byte, error) {
 }
 
 // Sanitize returns st as the store records it: URL cleared, Origin and Path derived from it without
-// query, fragment or userinfo, and every text field bounded. AddStep applies it; callers may use it
-// to log the same canonical record.
+// query, fragment or userinfo (policy.OriginPath), and every text field bounded (policy.Entry.Clean).
+// AddStep applies it; callers may use it to log the same canonical record.
 func Sanitize(st Step) Step {
-	raw := st.URL
-	if raw == "" && (st.Origin != "" || st.Path != "") {
-		raw = st.Origin + st.Path
+	if st.URL != "" {
+		st.Origin, st.Path = st.URL, "" // Clean derives origin and path from it
 	}
 	st.URL = ""
-	st.Origin, st.Path = originPath(raw)
-	st.Tool = bound(st.Tool, maxShortLen)
-	st.Verdict = bound(st.Verdict, maxShortLen)
-	st.Layer = bound(st.Layer, maxShortLen)
-	st.Rule = cleanText(st.Rule)
-	st.Reason = cleanText(st.Reason)
+	st.Method = ""
+	st.Entry = st.Entry.Clean()
+	st.Tool = policy.Cut(st.Tool, maxShortLen)
 	return st
-}
-
-// originPath parses raw as the browser would and keeps its origin and path. For schemes other than
-// http(s), ws(s) and about, whose "path" can hold the content itself (data:, javascript:), only
-// "scheme:" is kept. An unparseable URL gives "", "".
-func originPath(raw string) (origin, path string) {
-	if raw == "" {
-		return "", ""
-	}
-	u, err := policy.ParseURL(raw, "")
-	if err != nil {
-		return "", ""
-	}
-	switch s := u.Scheme(); s {
-	case "http", "https", "ws", "wss":
-		return bound(u.Origin(), maxShortLen), bound(u.Path(), MaxPathLen)
-	case "about":
-		return "about:", bound(u.Path(), maxShortLen)
-	default:
-		return bound(s, maxShortLen) + ":", ""
-	}
-}
-
-// userinfoInText matches the userinfo of a URL written inside free text.
-var userinfoInText = regexp.MustCompile(`//[^/\s?#@]*@`)
-
-// cleanText cuts s at the first '?' or '#', so that no query string or fragment is kept, drops the
-// userinfo of any URL in it, trims it, and bounds it to MaxReasonLen bytes.
-func cleanText(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
-	}
-	s = userinfoInText.ReplaceAllString(s, "//")
-	return bound(strings.TrimSpace(s), MaxReasonLen)
-}
-
-// bound cuts s to at most n bytes at a UTF-8 boundary, and replaces invalid UTF-8.
-func bound(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // migrations is the schema history, oldest first. Migration i brings the database to version i+1,
@@ -484,13 +419,13 @@ func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, "
 
 // cleanRun bounds a run's text fields; the reason also loses anything after '?' or '#'.
 func cleanRun(r Run) Run {
-	r.RecordID = bound(r.RecordID, maxShortLen)
-	r.Preset = bound(r.Preset, maxShortLen)
-	r.Model = bound(r.Model, maxShortLen)
-	r.Status = bound(r.Status, maxShortLen)
-	r.Reason = cleanText(r.Reason)
-	r.Kind = bound(r.Kind, maxShortLen)
-	r.Client = cleanText(r.Client)
+	r.RecordID = policy.Cut(r.RecordID, maxShortLen)
+	r.Preset = policy.Cut(r.Preset, maxShortLen)
+	r.Model = policy.Cut(r.Model, maxShortLen)
+	r.Status = policy.Cut(r.Status, maxShortLen)
+	r.Reason = auditText(r.Reason)
+	r.Kind = policy.Cut(r.Kind, maxShortLen)
+	r.Client = auditText(r.Client)
 	if r.Kind == "" {
 		r.Kind = KindRun
 	}
@@ -549,10 +484,10 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 		return fmt.Errorf("audit: add step: %w", err)
 	}
 	switch st.Layer {
-	case LayerPolicy, LayerBrowser, LayerProxy, LayerCoordinator:
+	case policy.LayerPolicy, policy.LayerBrowser, policy.LayerProxy, policy.LayerCoordinator:
 	default:
 		return fmt.Errorf("audit: add step %s/%d: layer %q is not one of policy, browser, proxy, coordinator: %w",
-			st.RunID, st.N, bound(st.Layer, 32), ErrInvalid)
+			st.RunID, st.N, policy.Cut(st.Layer, 32), ErrInvalid)
 	}
 	if st.N < 0 || st.BytesReturned < 0 || st.Duration < 0 {
 		return fmt.Errorf("audit: add step %s/%d: negative number: %w", st.RunID, st.N, ErrInvalid)
@@ -560,7 +495,7 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 	c := Sanitize(st)
 	q := "INSERT INTO steps (" + strings.Join(stepColumns, ", ") + ") VALUES (" + placeholders(len(stepColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
-		c.RunID, c.N, c.Tool, c.Origin, c.Path, c.Verdict, c.Rule, c.Reason,
+		c.RunID, c.N, c.Tool, c.Origin, c.Path, c.Verdict.String(), c.Rule, c.Reason,
 		c.Layer, c.Duration.Milliseconds(), c.BytesReturned, formatTime(time.Now()))
 	if err != nil {
 		if isForeignKey(err) {
@@ -674,7 +609,7 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 // Run returns one run and its steps in order. A missing run gives ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 	if checkRunID(id) != nil {
-		return Run{}, nil, fmt.Errorf("audit: run %q: %w", bound(id, 64), ErrNotFound)
+		return Run{}, nil, fmt.Errorf("audit: run %q: %w", policy.Cut(id, 64), ErrNotFound)
 	}
 	q := fmt.Sprintf("SELECT %s FROM runs WHERE %s = ?", strings.Join(runColumns, ", "), FieldID)
 	r, err := scanRun(s.db.QueryRowContext(ctx, q, id))
@@ -694,11 +629,11 @@ func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 	var steps []Step
 	for rows.Next() {
 		var (
-			st       Step
-			n, b, ms int64
-			at       string
+			st          Step
+			n, b, ms    int64
+			at, verdict string
 		)
-		if err := rows.Scan(&st.RunID, &n, &st.Tool, &st.Origin, &st.Path, &st.Verdict, &st.Rule,
+		if err := rows.Scan(&st.RunID, &n, &st.Tool, &st.Origin, &st.Path, &verdict, &st.Rule,
 			&st.Reason, &st.Layer, &ms, &b, &at); err != nil {
 			return Run{}, nil, fmt.Errorf("audit: run %s: steps: %w", id, err)
 		}
@@ -706,6 +641,7 @@ func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 			st.RecordedAt, _ = parseTime(at)
 		}
 		st.N, st.BytesReturned, st.Duration = int(n), int(b), time.Duration(ms)*time.Millisecond
+		st.Verdict = policy.ParseVerdict(verdict)
 		steps = append(steps, st)
 	}
 	if err := rows.Err(); err != nil {
@@ -721,7 +657,7 @@ func Day(t time.Time) string { return t.UTC().Format(dayLayout) }
 
 func checkDay(day string) error {
 	if _, err := time.Parse(dayLayout, day); err != nil {
-		return fmt.Errorf("day %q is not YYYY-MM-DD: %w", bound(day, 32), ErrInvalid)
+		return fmt.Errorf("day %q is not YYYY-MM-DD: %w", policy.Cut(day, 32), ErrInvalid)
 	}
 	return nil
 }
@@ -753,3 +689,6 @@ func (s *Store) SpendOn(ctx context.Context, day string) (float64, error) {
 	}
 	return total, nil
 }
+
+// auditText is s as a stored reason: see policy.Text.
+func auditText(s string) string { return policy.Text(s, MaxReasonLen) }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"math"
 	"os"
 	"path/filepath"
@@ -141,13 +142,9 @@ func TestRunRoundTrip(t *testing.T) {
 		t.Errorf("generated run id:\n\tgot  %q\n\twant 16 lowercase hex", id)
 	}
 	steps := []Step{
-		{RunID: id, N: 1, Tool: "open", URL: "http://127.0.0.1:8080/records/R-1042", Verdict: "allow",
-			Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: LayerPolicy,
-			Duration: 1500 * time.Millisecond, BytesReturned: 2048},
-		{RunID: id, N: 2, Tool: "open", URL: "http://127.0.0.1:8080/admin/delete", Verdict: "deny",
-			Rule: `write word "delete" in path`, Reason: "write word in url", Layer: LayerPolicy},
-		{RunID: id, N: 2, Tool: "open", URL: "http://evil.example/", Verdict: "deny",
-			Reason: "host not allowed", Layer: LayerProxy, Duration: 3 * time.Millisecond},
+		{RunID: id, Tool: "open", URL: "http://127.0.0.1:8080/records/R-1042", Duration: 1500 * time.Millisecond, BytesReturned: 2048, Entry: policy.Entry{N: 1, Verdict: policy.Allow, Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: policy.LayerPolicy}},
+		{RunID: id, Tool: "open", URL: "http://127.0.0.1:8080/admin/delete", Entry: policy.Entry{N: 2, Verdict: policy.Deny, Rule: `write word "delete" in path`, Reason: "write word in url", Layer: policy.LayerPolicy}},
+		{RunID: id, Tool: "open", URL: "http://evil.example/", Duration: 3 * time.Millisecond, Entry: policy.Entry{N: 2, Verdict: policy.Deny, Reason: "host not allowed", Layer: policy.LayerProxy}},
 	}
 	before := time.Now()
 	for _, st := range steps {
@@ -175,13 +172,9 @@ func TestRunRoundTrip(t *testing.T) {
 		t.Errorf("Run:\n\tgot  %+v\n\twant %+v", gotRun, wantRun)
 	}
 	wantSteps := []Step{
-		{RunID: id, N: 1, Tool: "open", Origin: "http://127.0.0.1:8080", Path: "/records/R-1042", Verdict: "allow",
-			Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: LayerPolicy,
-			Duration: 1500 * time.Millisecond, BytesReturned: 2048},
-		{RunID: id, N: 2, Tool: "open", Origin: "http://127.0.0.1:8080", Path: "/admin/delete", Verdict: "deny",
-			Rule: `write word "delete" in path`, Reason: "write word in url", Layer: LayerPolicy},
-		{RunID: id, N: 2, Tool: "open", Origin: "http://evil.example", Path: "/", Verdict: "deny",
-			Reason: "host not allowed", Layer: LayerProxy, Duration: 3 * time.Millisecond},
+		{RunID: id, Tool: "open", Duration: 1500 * time.Millisecond, BytesReturned: 2048, Entry: policy.Entry{N: 1, Origin: "http://127.0.0.1:8080", Path: "/records/R-1042", Verdict: policy.Allow, Rule: "http://127.0.0.1:8080 read /records/{id}", Reason: "allowed read route", Layer: policy.LayerPolicy}},
+		{RunID: id, Tool: "open", Entry: policy.Entry{N: 2, Origin: "http://127.0.0.1:8080", Path: "/admin/delete", Verdict: policy.Deny, Rule: `write word "delete" in path`, Reason: "write word in url", Layer: policy.LayerPolicy}},
+		{RunID: id, Tool: "open", Duration: 3 * time.Millisecond, Entry: policy.Entry{N: 2, Origin: "http://evil.example", Path: "/", Verdict: policy.Deny, Reason: "host not allowed", Layer: policy.LayerProxy}},
 	}
 	for i := range gotSteps {
 		// Each step carries the time it was committed; the rest is compared exactly.
@@ -238,27 +231,27 @@ func TestSanitizeStep(t *testing.T) {
 	}{
 		{"query fragment and userinfo stripped",
 			Step{URL: "https://user:pw@Example.COM:8443/a/./b/../c?token=SECRET-XYZ#frag-SECRET"},
-			Step{Origin: "https://example.com:8443", Path: "/a/c"}},
-		{"default port dropped", Step{URL: "http://h:80/p?q"}, Step{Origin: "http://h", Path: "/p"}},
-		{"encoded question mark stays in path", Step{URL: "http://h/%3Fx?y=1"}, Step{Origin: "http://h", Path: "/%3Fx"}},
+			Step{Entry: policy.Entry{Origin: "https://example.com:8443", Path: "/a/c"}}},
+		{"default port dropped", Step{URL: "http://h:80/p?q"}, Step{Entry: policy.Entry{Origin: "http://h", Path: "/p"}}},
+		{"encoded question mark stays in path", Step{URL: "http://h/%3Fx?y=1"}, Step{Entry: policy.Entry{Origin: "http://h", Path: "/%3Fx"}}},
 		{"unparseable url stores nothing", Step{URL: "not a url ?token=SECRET-XYZ"}, Step{}},
 		{"bad host stores nothing", Step{URL: "https://exa mple.com/?token=SECRET-XYZ"}, Step{}},
-		{"data url keeps only the scheme", Step{URL: "data:text/html,SECRET-XYZ"}, Step{Origin: "data:"}},
-		{"javascript url keeps only the scheme", Step{URL: "javascript:alert('SECRET')"}, Step{Origin: "javascript:"}},
-		{"about blank", Step{URL: "about:blank"}, Step{Origin: "about:", Path: "blank"}},
+		{"data url keeps only the scheme", Step{URL: "data:text/html,SECRET-XYZ"}, Step{Entry: policy.Entry{Origin: "data:"}}},
+		{"javascript url keeps only the scheme", Step{URL: "javascript:alert('SECRET')"}, Step{Entry: policy.Entry{Origin: "javascript:"}}},
+		{"about blank", Step{URL: "about:blank"}, Step{Entry: policy.Entry{Origin: "about:", Path: "blank"}}},
 		{"origin and path without url are re-derived",
-			Step{Origin: "https://u:p@h", Path: "/x?token=SECRET-XYZ"}, Step{Origin: "https://h", Path: "/x"}},
-		{"idn host in punycode", Step{URL: "http://ÄÖ.de/ä"}, Step{Origin: "http://xn--4ca0b.de", Path: "/%C3%A4"}},
+			Step{Entry: policy.Entry{Origin: "https://u:p@h", Path: "/x?token=SECRET-XYZ"}}, Step{Entry: policy.Entry{Origin: "https://h", Path: "/x"}}},
+		{"idn host in punycode", Step{URL: "http://ÄÖ.de/ä"}, Step{Entry: policy.Entry{Origin: "http://xn--4ca0b.de", Path: "/%C3%A4"}}},
 		{"reason and rule cut at query and fragment",
-			Step{Rule: "open https://h/x?token=SECRET-XYZ", Reason: "see https://h/#frag-SECRET"},
-			Step{Rule: "open https://h/x", Reason: "see https://h/"}},
+			Step{Entry: policy.Entry{Rule: "open https://h/x?token=SECRET-XYZ", Reason: "see https://h/#frag-SECRET"}},
+			Step{Entry: policy.Entry{Rule: "open https://h/x", Reason: "see https://h/"}}},
 		{"userinfo dropped from reason and rule",
-			Step{Rule: "open https://alice:hunter2@h/x", Reason: "at ftp://bob@h and //carol:pw@h"},
-			Step{Rule: "open https://h/x", Reason: "at ftp://h and //h"}},
-		{"reason and rule bounded", Step{Rule: long, Reason: long},
-			Step{Rule: long[:MaxReasonLen], Reason: long[:MaxReasonLen]}},
-		{"bound keeps utf-8 whole", Step{Reason: strings.Repeat("é", 150)},
-			Step{Reason: strings.Repeat("é", MaxReasonLen/2)}},
+			Step{Entry: policy.Entry{Rule: "open https://alice:hunter2@h/x", Reason: "at ftp://bob@h and //carol:pw@h"}},
+			Step{Entry: policy.Entry{Rule: "open https://h/x", Reason: "at ftp://h and //h"}}},
+		{"reason and rule bounded", Step{Entry: policy.Entry{Rule: long, Reason: long}},
+			Step{Entry: policy.Entry{Rule: long[:MaxReasonLen], Reason: long[:MaxReasonLen]}}},
+		{"bound keeps utf-8 whole", Step{Entry: policy.Entry{Reason: strings.Repeat("é", 150)}},
+			Step{Entry: policy.Entry{Reason: strings.Repeat("é", MaxReasonLen/2)}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -308,14 +301,12 @@ func TestNoSecretsOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
-		st := Step{RunID: id, N: i, Tool: "open", URL: url, Verdict: "deny", Layer: LayerBrowser,
-			Rule: "open " + url, Reason: "denied " + url}
+		st := Step{RunID: id, Tool: "open", URL: url, Entry: policy.Entry{N: i, Verdict: policy.Deny, Layer: policy.LayerBrowser, Rule: "open " + url, Reason: "denied " + url}}
 		if err := s.AddStep(ctx, st); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AddStep(ctx, Step{RunID: id, N: 99, Tool: "open", Origin: "https://alice:hunter2@records.example",
-		Path: "/x?token=SECRET-XYZ#frag-SECRET", Layer: LayerPolicy}); err != nil {
+	if err := s.AddStep(ctx, Step{RunID: id, Tool: "open", Entry: policy.Entry{N: 99, Origin: "https://alice:hunter2@records.example", Path: "/x?token=SECRET-XYZ#frag-SECRET", Layer: policy.LayerPolicy}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishRun(ctx, Run{ID: id, Status: "refused", Reason: "refused " + url}); err != nil {
@@ -371,7 +362,7 @@ func TestConcurrentAddStep(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				st := Step{RunID: id, N: w*each + i, Tool: "read", URL: fmt.Sprintf("http://h/p/%d", w), Layer: LayerCoordinator}
+				st := Step{RunID: id, Tool: "read", URL: fmt.Sprintf("http://h/p/%d", w), Entry: policy.Entry{N: w*each + i, Layer: policy.LayerCoordinator}}
 				if err := s.AddStep(ctx, st); err != nil {
 					errs <- err
 				}
@@ -404,7 +395,7 @@ func TestDurableAcrossReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddStep(ctx, Step{RunID: id, N: 1, Tool: "search", URL: "http://h/search?q=private", Layer: LayerPolicy}); err != nil {
+	if err := s.AddStep(ctx, Step{RunID: id, Tool: "search", URL: "http://h/search?q=private", Entry: policy.Entry{N: 1, Layer: policy.LayerPolicy}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishRun(ctx, Run{ID: id, Status: "answered", StepCount: 1}); err != nil {
@@ -439,7 +430,7 @@ func TestNotFound(t *testing.T) {
 		{"Run with a malformed id", func() error { _, _, err := s.Run(ctx, "x?y"); return err }},
 		{"FinishRun", func() error { return s.FinishRun(ctx, Run{ID: "feedfacefeedface", Status: "x"}) }},
 		{"AddStep", func() error {
-			return s.AddStep(ctx, Step{RunID: "feedfacefeedface", N: 1, Layer: LayerPolicy})
+			return s.AddStep(ctx, Step{RunID: "feedfacefeedface", Entry: policy.Entry{N: 1, Layer: policy.LayerPolicy}})
 		}},
 	}
 	for _, tc := range tests {
@@ -462,10 +453,10 @@ func TestAddStepRefusesBadInput(t *testing.T) {
 		name string
 		st   Step
 	}{
-		{"unknown layer", Step{RunID: id, Layer: "kernel"}},
+		{"unknown layer", Step{RunID: id, Entry: policy.Entry{Layer: "kernel"}}},
 		{"empty layer", Step{RunID: id}},
-		{"empty run id", Step{Layer: LayerPolicy}},
-		{"negative bytes", Step{RunID: id, Layer: LayerPolicy, BytesReturned: -1}},
+		{"empty run id", Step{Entry: policy.Entry{Layer: policy.LayerPolicy}}},
+		{"negative bytes", Step{RunID: id, BytesReturned: -1, Entry: policy.Entry{Layer: policy.LayerPolicy}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

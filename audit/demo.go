@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"time"
 )
 
@@ -103,7 +104,7 @@ func (s *Store) Enqueue(ctx context.Context, q QueuedRun) error {
 		return fmt.Errorf("audit: enqueue: %w", err)
 	}
 	_, err := s.db.ExecContext(ctx, "INSERT OR REPLACE INTO demo_queue (id, visitor, preset, queued_at) VALUES (?, ?, ?, ?)",
-		q.ID, q.Visitor, bound(q.Preset, 64), formatTime(q.QueuedAt))
+		q.ID, q.Visitor, policy.Cut(q.Preset, 64), formatTime(q.QueuedAt))
 	if err != nil {
 		return fmt.Errorf("audit: enqueue %s: %w", q.ID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,11 +47,11 @@ func TestRecoverCrashed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 1; n <= 2; n++ {
-		if err := s.AddStep(ctx, Step{RunID: "dead-with-steps", N: n, Tool: "open", Layer: LayerPolicy}); err != nil {
+		if err := s.AddStep(ctx, Step{RunID: "dead-with-steps", Tool: "open", Entry: policy.Entry{N: n, Layer: policy.LayerPolicy}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AddStep(ctx, Step{RunID: "dead-with-steps", N: 2, Tool: "request", Layer: LayerProxy}); err != nil {
+	if err := s.AddStep(ctx, Step{RunID: "dead-with-steps", Tool: "request", Entry: policy.Entry{N: 2, Layer: policy.LayerProxy}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishRun(ctx, Run{ID: "finished", Status: "answered"}); err != nil {
@@ -164,7 +165,7 @@ func TestWriteErrorFullDisk(t *testing.T) {
 	long := strings.Repeat("r", MaxReasonLen)
 	var werr error
 	for i := 0; i < 10000 && werr == nil; i++ { // the WAL grows until the disk refuses
-		werr = s.AddStep(ctx, Step{RunID: id, N: i, Tool: "open", Layer: LayerPolicy, Reason: long, Rule: long})
+		werr = s.AddStep(ctx, Step{RunID: id, Tool: "open", Entry: policy.Entry{N: i, Layer: policy.LayerPolicy, Reason: long, Rule: long}})
 	}
 	var we *WriteError
 	if !errors.As(werr, &we) || !errors.Is(werr, ErrUnwritable) {

@@ -293,7 +293,7 @@ func (s *Session) Open(ctx context.Context, url string) (Page, error) {
 	}
 	p, err := s.open(ctx, url)
 	if e := s.budget.spentErr(); e != nil {
-		return Page{URL: p.URL, Status: p.Status}, fmt.Errorf("open %s: %w", redactURL(url), e)
+		return Page{URL: p.URL, Status: p.Status}, fmt.Errorf("open %s: %w", policy.CleanURL(url), e)
 	}
 	return p, err
 }

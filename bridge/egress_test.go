@@ -81,8 +81,8 @@ func TestOutsideRoute(t *testing.T) {
 	}
 	var outside []string
 	for _, d := range s.Decisions() {
-		if d.Reason == ReasonOutsideRoute && (strings.Contains(d.URL, k) || strings.Contains(d.URL, strings.TrimPrefix(testFix.Canary, "http://"))) {
-			outside = append(outside, d.Method+" "+d.URL)
+		if d.Reason == ReasonOutsideRoute && (strings.Contains(d.URL(), k) || strings.Contains(d.URL(), strings.TrimPrefix(testFix.Canary, "http://"))) {
+			outside = append(outside, d.Method+" "+d.URL())
 		}
 	}
 	t.Logf("refused outside the route: %v", outside)

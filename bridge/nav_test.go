@@ -199,10 +199,10 @@ func TestDecisionHook(t *testing.T) {
 	defer mu.Unlock()
 	var sawOpen, sawCSS bool
 	for _, d := range got {
-		if strings.Contains(d.URL, "?") || strings.Contains(d.URL, "hunter2") {
-			t.Errorf("decision URL %q carries a query", d.URL)
+		if strings.Contains(d.URL(), "?") || strings.Contains(d.URL(), "hunter2") {
+			t.Errorf("decision URL %q carries a query", d.URL())
 		}
-		if d.URL == testFix.Site+"/p/"+k+"/basic.html" && d.Method == http.MethodGet && d.Verdict == policy.Allow {
+		if d.URL() == testFix.Site+"/p/"+k+"/basic.html" && d.Method == http.MethodGet && d.Verdict == policy.Allow {
 			sawOpen = true
 		}
 		if d.ResourceType == "stylesheet" && d.Verdict == policy.Allow {

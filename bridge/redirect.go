@@ -42,7 +42,7 @@ func (w *Redirects) Follow(status int, loc string) (int, policy.Decision, error)
 	n := len(w.hops) + 1
 	if loc == "" {
 		return n, policy.Decision{Verdict: policy.Deny, Reason: ReasonRedirectNoLoc, URL: w.cur},
-			fmt.Errorf("fetch %s: status %d %s", redactURL(w.cur), status, ReasonRedirectNoLoc)
+			fmt.Errorf("fetch %s: status %d %s", policy.CleanURL(w.cur), status, ReasonRedirectNoLoc)
 	}
 	d, err := w.pol.DecideRedirect(w.cur, loc)
 	if err != nil {
@@ -57,10 +57,10 @@ func (w *Redirects) Follow(status int, loc string) (int, policy.Decision, error)
 		return n, rec, &DeniedError{URL: to, Hop: n, Decision: d}
 	case n > w.max:
 		rec.Verdict, rec.Reason = policy.Deny, ReasonHopLimit
-		return n, rec, fmt.Errorf("%w: hop %d to %s, cap %d", ErrHopLimit, n, redactURL(to), w.max)
+		return n, rec, fmt.Errorf("%w: hop %d to %s, cap %d", ErrHopLimit, n, policy.CleanURL(to), w.max)
 	case w.seen[to]:
 		rec.Verdict, rec.Reason = policy.Deny, ReasonRedirectLoop
-		return n, rec, fmt.Errorf("%w: hop %d back to %s", ErrRedirectLoop, n, redactURL(to))
+		return n, rec, fmt.Errorf("%w: hop %d back to %s", ErrRedirectLoop, n, policy.CleanURL(to))
 	}
 	w.seen[to] = true
 	w.cur = to

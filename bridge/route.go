@@ -106,7 +106,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if err := ctx.Err(); err != nil {
 			return &fetched{hops: hops}, err
 		}
-		brd := RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops)}
+		brd := RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{}), ResourceType: rtype, Frame: frame, Hop: len(hops)}
 		if e := s.budget.admit(); e != nil {
 			s.budgetDenied(brd, e)
 			return &fetched{hops: hops}, e
@@ -122,15 +122,14 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			return &fetched{hops: hops}, e
 		}
 		if err != nil {
-			s.record(RequestDecision{Method: method, URL: redactURL(cur), ResourceType: rtype, Frame: frame, Hop: len(hops),
-				Verdict: policy.Deny, Reason: ReasonFetchFailed})
-			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", redactURL(cur), err)
+			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonFetchFailed}), ResourceType: rtype, Frame: frame, Hop: len(hops)})
+			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", policy.CleanURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
 			body, truncated, release, err := s.readBody(ctx, resp, f.cap)
 			resp.Body.Close()
 			if err != nil {
-				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", redactURL(cur), err)
+				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", policy.CleanURL(cur), err)
 			}
 			if method == http.MethodHead {
 				body = nil
@@ -142,8 +141,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		resp.Body.Close()
 		n, d, err := walk.Follow(resp.StatusCode, loc)
 		if d != (policy.Decision{}) {
-			s.record(RequestDecision{Method: method, URL: redactURL(d.URL), ResourceType: rtype, Frame: frame, Hop: n,
-				Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason})
+			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
 		}
 		if err != nil {
 			return &fetched{hops: walk.Hops()}, err
@@ -341,7 +339,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 	case fr != nil:
 		frame = FrameSub
 	}
-	rd := RequestDecision{Method: method, URL: redactURL(raw), ResourceType: rtype, Frame: frame}
+	rd := RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, raw, policy.Decision{}), ResourceType: rtype, Frame: frame}
 	// A navigation aborted as "blocked by client" commits Chromium's error page in place of the
 	// document; "aborted" cancels it and leaves the current document as it was.
 	code := "blockedbyclient"
@@ -488,15 +486,14 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	defer release()
 	status := f.status
 	if err := r.Fulfill(playwright.RouteFulfillOptions{Status: &status, Headers: headers, Body: f.body}); err != nil {
-		s.cfg.logf("bridge: fulfil %s: %v", redactURL(f.url), err)
+		s.cfg.logf("bridge: fulfil %s: %v", policy.CleanURL(f.url), err)
 	}
 }
 
 // handleWebSocket closes every WebSocket the page opens; the route never connects to a server.
 func (s *Session) handleWebSocket(ws playwright.WebSocketRoute) {
 	s.activity(0)
-	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(ws.URL()), ResourceType: "websocket", Frame: FrameNone,
-		Verdict: policy.Deny, Reason: ReasonWebSocket})
+	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, ws.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonWebSocket}), ResourceType: "websocket", Frame: FrameNone})
 	ws.Close(playwright.WebSocketRouteCloseOptions{Code: playwright.Int(1008), Reason: playwright.String("blocked by browser-agent")})
 }
 
@@ -506,8 +503,7 @@ func (s *Session) handlePopup(p playwright.Page) {
 	if p == s.page {
 		return
 	}
-	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(p.URL()), ResourceType: "document", Frame: FramePopup,
-		Verdict: policy.Deny, Reason: ReasonPopup})
+	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, p.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonPopup}), ResourceType: "document", Frame: FramePopup})
 	go func() { _ = p.Close() }()
 }
 

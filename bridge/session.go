@@ -347,7 +347,7 @@ func (s *Session) record(d RequestDecision) {
 	if d.Verdict != policy.Allow {
 		// The URL a page chose is logged as policy.LogURL keeps it: never its query or a
 		// path a route leaves open.
-		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, s.pol.LogURL(d.URL), d.Frame, d.Reason)
+		s.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, s.pol.LogURL(d.URL()), d.Frame, d.Reason)
 	}
 	if s.cfg.hook != nil {
 		s.cfg.hook(d)
@@ -374,10 +374,9 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	}
 	d, err := s.pol.Decide(policy.DecideArgs{Method: http.MethodGet, URL: url})
 	if err != nil {
-		return Page{}, fmt.Errorf("open %s: policy: %w", redactURL(url), err)
+		return Page{}, fmt.Errorf("open %s: policy: %w", policy.CleanURL(url), err)
 	}
-	s.record(RequestDecision{Method: http.MethodGet, URL: redactURL(firstNonEmpty(d.URL, url)), ResourceType: "document",
-		Frame: FrameMain, Verdict: d.Verdict, Rule: d.Rule, Reason: d.Reason})
+	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, firstNonEmpty(d.URL, url), d), ResourceType: "document", Frame: FrameMain})
 	if !d.Allowed() {
 		return Page{}, &DeniedError{URL: firstNonEmpty(d.URL, url), Hop: 0, Decision: d}
 	}
@@ -390,7 +389,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 
 	release, err := s.budget.acquire(ctx)
 	if err != nil {
-		return Page{URL: d.URL}, fmt.Errorf("open %s: %w", redactURL(d.URL), err)
+		return Page{URL: d.URL}, fmt.Errorf("open %s: %w", policy.CleanURL(d.URL), err)
 	}
 	f, err := s.fetcher.chain(ctx, s, http.MethodGet, d.URL, documentHeaders(s.ua), nil, "document", FrameMain)
 	release()
@@ -400,11 +399,11 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		if f != nil {
 			p.Hops = f.hops
 		}
-		return p, fmt.Errorf("open %s: %w", redactURL(d.URL), err)
+		return p, fmt.Errorf("open %s: %w", policy.CleanURL(d.URL), err)
 	}
 	page := Page{URL: f.url, Status: f.status, Hops: f.hops, Truncated: f.truncated}
 	if !readableType(f.header.Get("Content-Type")) {
-		return page, fmt.Errorf("open %s: %w: %q", redactURL(f.url), ErrUnsupportedContent, f.header.Get("Content-Type"))
+		return page, fmt.Errorf("open %s: %w: %q", policy.CleanURL(f.url), ErrUnsupportedContent, f.header.Get("Content-Type"))
 	}
 
 	s.nav.begin(f)
@@ -420,7 +419,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		if err := s.page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{
 			State: playwright.LoadStateLoad, Timeout: playwright.Float(float64(max(wait, time.Millisecond).Milliseconds())),
 		}); err != nil {
-			s.cfg.logf("bridge: %s: no load event after %v, reading it as it is", redactURL(f.url), wait)
+			s.cfg.logf("bridge: %s: no load event after %v, reading it as it is", policy.CleanURL(f.url), wait)
 		}
 	}
 	used := s.nav.end()
@@ -428,28 +427,28 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		return page, fmt.Errorf("open: %w", err)
 	}
 	if gerr != nil {
-		return page, fmt.Errorf("open %s: page load error: %w", redactURL(f.url), gerr)
+		return page, fmt.Errorf("open %s: page load error: %w", policy.CleanURL(f.url), gerr)
 	}
 	if !used {
-		return page, fmt.Errorf("open %s: the browser did not load the bridge's response", redactURL(f.url))
+		return page, fmt.Errorf("open %s: the browser did not load the bridge's response", policy.CleanURL(f.url))
 	}
 	if err := s.settle(ctx); err != nil {
-		return page, fmt.Errorf("open %s: %w", redactURL(f.url), err)
+		return page, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), err)
 	}
 
 	st := &pageState{url: f.url, status: f.status, hops: f.hops, truncated: f.truncated}
 	if !sameOrigin(s.page.URL(), f.url) {
-		return page, fmt.Errorf("open %s: %w", redactURL(f.url), ErrPageChanged)
+		return page, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), ErrPageChanged)
 	}
 	snap, cred, err := s.snapshot(ctx, f.url)
 	if err != nil {
-		return page, fmt.Errorf("open %s: read: %w", redactURL(f.url), err)
+		return page, fmt.Errorf("open %s: read: %w", policy.CleanURL(f.url), err)
 	}
 	if cred != "" {
 		st.withheld = true
 		s.pages.set(st)
-		s.cfg.logf("bridge: %s withheld: %s", redactURL(f.url), cred)
-		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", redactURL(f.url), ErrCredentialRequired)
+		s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(f.url), cred)
+		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), ErrCredentialRequired)
 	}
 	st.title, st.heading, st.text, st.links, st.fields = snap.title, snap.heading, snap.text, snap.links, snap.fields
 	st.unread, st.unproven = snap.withheld, snap.unproven
@@ -458,7 +457,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	page.Title, page.Heading = st.title, st.heading
 	page.Withheld, page.Unproven = st.unread, st.unproven
 	if st.unread > 0 {
-		s.cfg.logf("bridge: %s: %d text runs withheld: %s", redactURL(f.url), st.unread, st.unproven)
+		s.cfg.logf("bridge: %s: %d text runs withheld: %s", policy.CleanURL(f.url), st.unread, st.unproven)
 	}
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
@@ -491,7 +490,7 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	}
 	if cred != "" {
 		s.pages.withhold(st)
-		s.cfg.logf("bridge: %s withheld: %s", redactURL(st.url), cred)
+		s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(st.url), cred)
 		return nil, ErrCredentialRequired
 	}
 	return st, nil
@@ -741,25 +740,6 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// redactURL keeps scheme, host, port and path of a URL: no userinfo, query or fragment.
-func redactURL(raw string) string {
-	if u, err := policy.ParseURL(raw, ""); err == nil && (u.Scheme() == "http" || u.Scheme() == "https" || u.Scheme() == "ws" || u.Scheme() == "wss") {
-		return u.Origin() + u.Path()
-	}
-	if i := strings.IndexAny(raw, "?#"); i >= 0 {
-		raw = raw[:i]
-	}
-	if i := strings.Index(raw, "://"); i >= 0 {
-		if at := strings.LastIndexByte(raw[i+3:], '@'); at >= 0 && !strings.Contains(raw[i+3:i+3+at], "/") {
-			raw = raw[:i+3] + raw[i+3+at+1:]
-		}
-	}
-	if len(raw) > 200 {
-		raw = raw[:200]
-	}
-	return raw
 }
 
 // SetSignInLease tells the session whether a person holds a takeover lease on its browser. While

@@ -231,7 +231,7 @@ func TestSignInLease(t *testing.T) {
 func countDenied(s *Session, method, path string) int {
 	n := 0
 	for _, d := range s.Decisions() {
-		if d.Method == method && strings.HasSuffix(d.URL, path) && d.Verdict != policy.Allow && d.Reason != "" {
+		if d.Method == method && strings.HasSuffix(d.URL(), path) && d.Verdict != policy.Allow && d.Reason != "" {
 			n++
 		}
 	}

@@ -28,19 +28,11 @@ func newSink(record func(RequestDecision), logf func(string, ...any)) (*sink, er
 	s.srv = &http.Server{
 		ReadHeaderTimeout: 5 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			target := r.Host
+			target := "https://" + r.Host // a CONNECT names its host and port only
 			if r.Method != http.MethodConnect && r.URL != nil && r.URL.Host != "" {
 				target = r.URL.Scheme + "://" + r.URL.Host + r.URL.Path
 			}
-			record(RequestDecision{
-				Time:         time.Now(),
-				Method:       r.Method,
-				URL:          redactURL(target),
-				ResourceType: "other",
-				Frame:        FrameNone,
-				Verdict:      policy.Deny,
-				Reason:       ReasonOutsideRoute,
-			})
+			record(RequestDecision{Time: time.Now(), Entry: policy.EntryOf(policy.LayerBrowser, r.Method, target, policy.Decision{Verdict: policy.Deny, Reason: ReasonOutsideRoute}), ResourceType: "other", Frame: FrameNone})
 			w.Header().Set("Connection", "close")
 			http.Error(w, "refused by browser-agent", http.StatusForbidden)
 		}),

@@ -121,18 +121,15 @@ const (
 	ErrPageChanged Error = "page navigated away on its own"
 )
 
-// RequestDecision records one request the browser tried to make and what the bridge did with it.
-// It never holds page text, bodies or header values.
+// RequestDecision records one request the browser tried to make and what the bridge did with it:
+// the shared decision record (Layer policy.LayerBrowser; Origin and Path without query or
+// fragment) with where the request came from. It never holds page text, bodies or header values.
 type RequestDecision struct {
-	Time         time.Time
-	Method       string
-	URL          string // scheme://host[:port]/path, without query or fragment
+	Time time.Time
+	policy.Entry
 	ResourceType string // document, stylesheet, image, script, fetch, xhr, websocket, ...
 	Frame        string // FrameMain, FrameSub, FramePopup or FrameNone
 	Hop          int    // redirect hop number, 0 for the request itself
-	Verdict      policy.Verdict
-	Rule         string
-	Reason       string // a policy.Reason* phrase or a bridge Reason* phrase
 }
 
 // Where a request came from, as recorded in RequestDecision.Frame.

@@ -117,7 +117,7 @@ func stringMap(raw json.RawMessage) (map[string]string, error) {
 		}
 		label := tok.(string)
 		if _, dup := out[label]; dup {
-			return nil, fmt.Errorf("field %q given twice", clip(label, 64))
+			return nil, fmt.Errorf("field %q given twice", policy.Clip(label, 64))
 		}
 		if strings.TrimSpace(label) == "" {
 			return nil, errors.New("fields has an empty label")
@@ -128,7 +128,7 @@ func stringMap(raw json.RawMessage) (map[string]string, error) {
 		}
 		var s string
 		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
-			return nil, fmt.Errorf("field %q must be a string", clip(label, 64))
+			return nil, fmt.Errorf("field %q must be a string", policy.Clip(label, 64))
 		}
 		out[label] = s
 	}
@@ -224,14 +224,14 @@ func aboutRecord(rec *policy.Record, title, heading string, fields []bridge.Fiel
 // visited pages, makes it uncertain.
 func checkAnswer(pol *policy.Policy, recordID string, a Answer, evidence []Evidence) verdict {
 	if got, _ := pol.Record().Canonical(a.RecordID); got == "" || got != recordID {
-		return unsupported("record_id %q is not the task's record %s", clip(a.RecordID, 40), recordID)
+		return unsupported("record_id %q is not the task's record %s", policy.Clip(a.RecordID, 40), recordID)
 	}
 	cited := map[string]bool{}
 	var sources []string
 	for _, s := range a.Sources {
 		d, err := pol.Decide(policy.DecideArgs{Method: "GET", URL: s})
 		if err != nil || !d.Allowed() {
-			return unsupported("source %q is not an allowed URL (%s)", clip(s, 200), orNoRule(d.Reason))
+			return unsupported("source %q is not an allowed URL (%s)", policy.Clip(s, 200), orNoRule(d.Reason))
 		}
 		var extracted, about bool
 		for _, e := range evidence {
@@ -271,9 +271,9 @@ func checkAnswer(pol *policy.Policy, recordID string, a Answer, evidence []Evide
 		}
 		switch {
 		case !onSource:
-			return unsupported("field %q is on no cited source about %s", clip(l, 64), recordID)
+			return unsupported("field %q is on no cited source about %s", policy.Clip(l, 64), recordID)
 		case !matches:
-			return unsupported("the value claimed for field %q is on no cited source", clip(l, 64))
+			return unsupported("the value claimed for field %q is on no cited source", policy.Clip(l, 64))
 		}
 	}
 	var conflicts []Conflict
@@ -293,7 +293,7 @@ func checkAnswer(pol *policy.Policy, recordID string, a Answer, evidence []Evide
 		}
 		if len(distinct) > 1 {
 			conflicts = append(conflicts, Conflict{Label: l, Values: vals})
-			names = append(names, clip(l, 64))
+			names = append(names, policy.Clip(l, 64))
 		}
 	}
 	if len(conflicts) > 0 {

@@ -38,11 +38,11 @@ func TestBudgetEndsRun(t *testing.T) {
 		wantLayer  string
 	}{
 		{"run bytes in the browser", &bridge.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: 128 << 20},
-			"budget: run bytes spent (limits.max_run_bytes 134217728)", coordinator.LayerBrowser},
+			"budget: run bytes spent (limits.max_run_bytes 134217728)", policy.LayerBrowser},
 		{"run bytes at the proxy", &bridge.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: 1 << 20, Proxy: true},
-			"budget: run bytes spent at the egress proxy (limits.max_run_bytes 1048576)", coordinator.LayerProxy},
+			"budget: run bytes spent at the egress proxy (limits.max_run_bytes 1048576)", policy.LayerProxy},
 		{"page requests", &bridge.BudgetError{Reason: policy.ReasonBudgetPageRequests, Limit: 500},
-			"budget: page requests spent (limits.max_page_requests 500)", coordinator.LayerBrowser},
+			"budget: page requests spent (limits.max_page_requests 500)", policy.LayerBrowser},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/policy"
 )
@@ -29,22 +30,12 @@ type Browser interface {
 	Fields(ctx context.Context) ([]bridge.Field, error)
 }
 
-// NetDecision is one request decided beneath the tools: by the bridge's request routes in the
-// browser, or by the egress proxy at the network layer. It holds metadata only.
-type NetDecision struct {
-	Method  string
-	URL     string // the store keeps origin and path only
-	Verdict policy.Verdict
-	Rule    string
-	Reason  string
-	Layer   string // LayerBrowser or LayerProxy
-}
-
-// EgressLog is implemented by browsers that record the requests decided beneath the tools. After
-// each step the coordinator takes what was decided since the last one and records it, under that
+// EgressLog is implemented by browsers that record the requests decided beneath the tools: by the
+// bridge's request routes in the browser, or by the egress proxy at the network layer. After each
+// step the coordinator takes what was decided since the last one and records it, under that
 // step's number, as tool ToolRequest.
 type EgressLog interface {
-	TakeDecisions() []NetDecision
+	TakeDecisions() []policy.Entry
 }
 
 // ToolRequest is the Tool of an audit record for one request decided beneath a tool call.
@@ -77,14 +68,6 @@ func (e *Interrupt) Error() string { return "interrupted: " + e.Why }
 // Launcher starts the browser a run drives and returns it with what stops it.
 type Launcher func(ctx context.Context) (Browser, io.Closer, error)
 
-// Layers name what decided a step. They are the audit store's layers.
-const (
-	LayerPolicy      = "policy"      // the URL policy, before any browser work
-	LayerBrowser     = "browser"     // the browser: a redirect hop, a credential page, a failure
-	LayerCoordinator = "coordinator" // the coordinator: tool arguments, no page open, the final URL, budgets, the answer check
-	LayerProxy       = "proxy"       // the egress proxy, at the network layer
-)
-
 // Rules of the coordinator's own decisions.
 const (
 	RuleArguments = "tool arguments" // the strict argument check
@@ -95,19 +78,17 @@ const (
 // ToolAnswer is the Tool of the step that records the model's final message.
 const ToolAnswer = "answer"
 
-// Step is one tool call (or the final answer) and what was decided about it. It holds metadata
-// only: never page text, field values or anything the page sent.
+// Step is one tool call (or the final answer) and what was decided about it: the shared decision
+// record (its Origin and Path are URL's, as the audit keeps them) with the tool, the URL shown, the
+// time it took and what it returned. It holds metadata only: never page text, field values or
+// anything the page sent.
 type Step struct {
-	N         int            `json:"n"`
-	Tool      string         `json:"tool"`
-	URL       string         `json:"url,omitempty"` // the canonical URL decided or acted on
-	Verdict   policy.Verdict `json:"verdict"`
-	Rule      string         `json:"rule"`
-	Reason    string         `json:"reason"`
-	Layer     string         `json:"layer"`
-	Duration  time.Duration  `json:"duration_ns"`
-	Bytes     int            `json:"bytes_returned"` // size of the tool result given to the model
-	Simulated bool           `json:"simulated,omitempty"`
+	policy.Entry
+	Tool      string        `json:"tool"`
+	URL       string        `json:"url,omitempty"` // the canonical URL decided or acted on
+	Duration  time.Duration `json:"duration_ns"`
+	Bytes     int           `json:"bytes_returned"` // size of the tool result given to the model
+	Simulated bool          `json:"simulated,omitempty"`
 }
 
 // Evidence is one labelled value extracted from an allowed page in this run. The coordinator, not
@@ -162,44 +143,13 @@ type Result struct {
 	EndedAt   time.Time
 }
 
-// RunRecord is the metadata of a run, as the Recorder stores it.
-type RunRecord struct {
-	ID               string
-	StartedAt        time.Time
-	FinishedAt       time.Time
-	RecordID         string
-	Preset           string
-	Model            string
-	Status           Status
-	Reason           string
-	StepCount        int
-	PromptTokens     int
-	CompletionTokens int
-	CostUSD          float64
-	Simulated        bool
-}
-
-// StepRecord is the metadata of one step, as the Recorder stores it.
-type StepRecord struct {
-	RunID         string
-	N             int
-	Tool          string
-	URL           string
-	Verdict       string
-	Rule          string
-	Reason        string
-	Layer         string
-	Duration      time.Duration
-	BytesReturned int
-}
-
 // Recorder stores runs and their steps durably (the audit store). Each call must be durable
 // before it returns; a failing Recorder stops the run.
 type Recorder interface {
 	// BeginRun stores a started run and returns its ID.
-	BeginRun(ctx context.Context, r RunRecord) (string, error)
-	AddStep(ctx context.Context, s StepRecord) error
-	FinishRun(ctx context.Context, r RunRecord) error
+	BeginRun(ctx context.Context, r audit.Run) (string, error)
+	AddStep(ctx context.Context, s audit.Step) error
+	FinishRun(ctx context.Context, r audit.Run) error
 }
 
 // DefaultDeadline bounds a whole run when WithDeadline is not given.
@@ -438,15 +388,15 @@ func (c *Coordinator) newRun(a RunArgs) *run {
 	return r
 }
 
-func (r *run) record() RunRecord {
-	return RunRecord{
+func (r *run) record() audit.Run {
+	return audit.Run{
 		ID:               r.res.RunID,
 		StartedAt:        r.res.StartedAt,
 		FinishedAt:       r.res.EndedAt,
 		RecordID:         r.res.RecordID,
 		Preset:           r.res.Preset,
 		Model:            r.res.Model,
-		Status:           r.res.Status,
+		Status:           string(r.res.Status),
 		Reason:           r.auditText(r.res.Reason),
 		StepCount:        len(r.res.Steps),
 		PromptTokens:     r.res.Usage.PromptTokens,
@@ -517,11 +467,13 @@ func (r *run) addStep(ctx context.Context, s Step) error {
 		// or the model chose.
 		s.URL, s.Rule = r.redact.URL(s.URL), r.redact.Rule(s.Rule)
 	}
+	s.Origin, s.Path = policy.OriginPath(s.URL)
 	r.res.Steps = append(r.res.Steps, s)
 	if r.c.rec != nil {
-		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
-			RunID: r.res.RunID, N: s.N, Tool: auditTool(s.Tool), URL: s.URL, Verdict: s.Verdict.String(),
-			Rule: s.Rule, Reason: r.auditText(s.Reason), Layer: s.Layer, Duration: s.Duration, BytesReturned: s.Bytes,
+		rec := s.Entry
+		rec.Reason = r.auditText(s.Reason)
+		err := r.c.rec.AddStep(context.WithoutCancel(ctx), audit.Step{
+			RunID: r.res.RunID, Tool: auditTool(s.Tool), Entry: rec, Duration: s.Duration, BytesReturned: s.Bytes,
 		})
 		if err != nil {
 			return err
@@ -544,14 +496,13 @@ func (r *run) recordEgress(ctx context.Context, n int) error {
 	}
 	for _, d := range log.TakeDecisions() {
 		if r.redact != nil {
-			d.URL, d.Rule = r.redact.URL(d.URL), r.redact.Rule(d.Rule)
+			d.Origin, d.Path = policy.OriginPath(r.redact.URL(d.URL()))
+			d.Rule = r.redact.Rule(d.Rule)
 		} else {
-			d.URL = "" // no task, no redactor: nothing a page chose is kept
+			d.Origin, d.Path = "", "" // no task, no redactor: nothing a page chose is kept
 		}
-		err := r.c.rec.AddStep(context.WithoutCancel(ctx), StepRecord{
-			RunID: r.res.RunID, N: n, Tool: ToolRequest, URL: d.URL, Verdict: d.Verdict.String(),
-			Rule: d.Rule, Reason: d.Reason, Layer: d.Layer,
-		})
+		d.N = n
+		err := r.c.rec.AddStep(context.WithoutCancel(ctx), audit.Step{RunID: r.res.RunID, Tool: ToolRequest, Entry: d})
 		if err != nil {
 			return err
 		}
@@ -627,7 +578,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 					// Record the first call past the budget as refused, and end: the rest of the
 					// turn's calls are never looked at.
 					reason := fmt.Sprintf("step budget exhausted (max_steps %d)", maxSteps)
-					o := refused(call.Name, LayerCoordinator, RuleBudget, reason)
+					o := refused(call.Name, policy.LayerCoordinator, RuleBudget, reason)
 					o.step.Simulated = turn.Simulated
 					if err := r.addStep(ctx, o.step); err != nil {
 						return r.fail(ctx, "audit store: "+err.Error())
@@ -643,7 +594,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 					// Nothing from this page reaches the model: the run ends here.
 					return o.stop, o.stopReason
 				}
-				if o.step.Layer == LayerBrowser && o.step.Verdict != policy.Allow && ctx.Err() == nil {
+				if o.step.Layer == policy.LayerBrowser && o.step.Verdict != policy.Allow && ctx.Err() == nil {
 					if err := browserGone(r.a.Browser); err != nil {
 						return StatusError, "browser: " + err.Error()
 					}
@@ -667,7 +618,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 		start := r.c.clock()
 		fin, perr := parseFinal(msg.Content)
 		if perr != nil {
-			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated}
+			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Entry: policy.Entry{Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
@@ -679,19 +630,19 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 			continue
 		}
 		if fin.CannotAnswer != nil {
-			r.res.Note = clip(*fin.CannotAnswer, 500)
+			r.res.Note = policy.Clip(*fin.CannotAnswer, 500)
 			reason := "model could not answer"
 			if r.denial != "" {
 				reason += " after a denial (" + r.denial + ")"
 			}
-			step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
+			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
 			return StatusBlocked, reason
 		}
 		v := checkAnswer(r.c.pol, task.RecordID, *fin.Answer, r.res.Evidence)
-		step := Step{Tool: ToolAnswer, Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: LayerCoordinator, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start)}
+		step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 		if v.status == StatusAnswered {
 			step.Verdict = policy.Allow
 			r.res.Answer = v.answer
@@ -729,16 +680,3 @@ func newID() string {
 	rand.Read(b[:])
 	return "run-" + hex.EncodeToString(b[:])
 }
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

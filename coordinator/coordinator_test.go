@@ -50,7 +50,7 @@ func TestPresets(t *testing.T) {
 				}
 			}
 			r := rec.runs[res.RunID]
-			if r.Status != res.Status || r.Preset != p.Name || r.StepCount != len(res.Steps) || r.Simulated != p.Simulated {
+			if r.Status != string(res.Status) || r.Preset != p.Name || r.StepCount != len(res.Steps) || r.Simulated != p.Simulated {
 				t.Errorf("recorded run: got %+v", r)
 			}
 			if len(rec.steps) != len(res.Steps) {
@@ -102,7 +102,7 @@ func TestPresets(t *testing.T) {
 					t.Errorf("reason: got %q", res.Reason)
 				}
 				last := res.Steps[len(res.Steps)-1]
-				if last.Reason != coordinator.ReasonCredential || last.Layer != coordinator.LayerBrowser {
+				if last.Reason != coordinator.ReasonCredential || last.Layer != policy.LayerBrowser {
 					t.Errorf("last step: got %+v", last)
 				}
 				// Nothing from the credential page reached the model: the run ended at the call.
@@ -386,7 +386,7 @@ func TestDenied(t *testing.T) {
 			}
 			// The audit keeps the reason without the argument names the model made up (issue 11).
 			wantRec := regexp.MustCompile(`"(method|URL|selector|n)"`).ReplaceAllString(tt.wantReason, `"(redacted)"`)
-			if len(rec.steps) != 2 || rec.steps[0].Verdict != "deny" || rec.steps[0].Reason != wantRec {
+			if len(rec.steps) != 2 || rec.steps[0].Verdict != policy.Deny || rec.steps[0].Reason != wantRec {
 				t.Errorf("recorded steps: got %+v", rec.steps)
 			}
 		})
@@ -827,7 +827,7 @@ func TestRejected(t *testing.T) {
 			if model.calls != 0 || len(b.Calls()) != 0 {
 				t.Errorf("model calls %d, browser calls %v", model.calls, b.Calls())
 			}
-			if r := rec.runs[res.RunID]; r.Status != coordinator.StatusRejected || rec.finishes != 1 {
+			if r := rec.runs[res.RunID]; r.Status != string(coordinator.StatusRejected) || rec.finishes != 1 {
 				t.Errorf("recorded: %+v", r)
 			}
 		})
@@ -841,7 +841,7 @@ func TestRejected(t *testing.T) {
 		if res.Status != coordinator.StatusRejected || res.Model != "openai:gpt-5-unapproved" || res.RecordID != "SYN-0042" {
 			t.Errorf("got %+v", res)
 		}
-		if r := rec.runs[res.RunID]; r.Status != coordinator.StatusRejected || r.Reason != "model not approved" {
+		if r := rec.runs[res.RunID]; r.Status != string(coordinator.StatusRejected) || r.Reason != "model not approved" {
 			t.Errorf("recorded: %+v", r)
 		}
 	})

@@ -16,19 +16,19 @@ import (
 // egressBrowser is a browser that reports, after each Open, the requests decided beneath it.
 type egressBrowser struct {
 	coordinator.Browser
-	pending []coordinator.NetDecision
+	pending []policy.Entry
 }
 
 func (b *egressBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
 	p, err = b.Browser.Open(ctx, url)
 	b.pending = append(b.pending,
-		coordinator.NetDecision{Method: "GET", URL: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: coordinator.LayerBrowser},
-		coordinator.NetDecision{Method: "GET", URL: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: coordinator.LayerProxy},
+		policy.Entry{Method: "GET", Origin: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: policy.LayerBrowser},
+		policy.Entry{Method: "GET", Origin: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: policy.LayerProxy},
 	)
 	return p, err
 }
 
-func (b *egressBrowser) TakeDecisions() []coordinator.NetDecision {
+func (b *egressBrowser) TakeDecisions() []policy.Entry {
 	out := b.pending
 	b.pending = nil
 	return out
@@ -63,9 +63,9 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 			t.Errorf("request decision recorded under step %d, which opened nothing", s.N)
 		}
 		switch {
-		case s.Layer == coordinator.LayerProxy && s.Verdict == "deny" && s.Reason == policy.ReasonHost:
+		case s.Layer == policy.LayerProxy && s.Verdict == policy.Deny && s.Reason == policy.ReasonHost:
 			proxyDenials++
-		case s.Layer == coordinator.LayerBrowser && s.Verdict == "allow":
+		case s.Layer == policy.LayerBrowser && s.Verdict == policy.Allow:
 			browserAllows++
 		default:
 			t.Errorf("unexpected request record %+v", s)
@@ -81,24 +81,24 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 type secretBrowser struct {
 	coordinator.Browser
 	origin  string
-	pending []coordinator.NetDecision
+	pending []policy.Entry
 }
 
 const plantedSecret = "ZQXplanted4410"
 
 func (b *secretBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
 	p, err = b.Browser.Open(ctx, url)
-	for _, layer := range []string{coordinator.LayerBrowser, coordinator.LayerProxy} {
+	for _, layer := range []string{policy.LayerBrowser, policy.LayerProxy} {
 		b.pending = append(b.pending,
-			coordinator.NetDecision{Method: "GET", URL: b.origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
-			coordinator.NetDecision{Method: plantedSecret, URL: b.origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},
-			coordinator.NetDecision{Method: "GET", URL: "http://" + plantedSecret + ".evil.example/" + plantedSecret, Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: layer},
+			policy.Entry{Method: "GET", Origin: b.origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
+			policy.Entry{Method: plantedSecret, Origin: b.origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},
+			policy.Entry{Method: "GET", Origin: "http://" + plantedSecret + ".evil.example/" + plantedSecret, Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: layer},
 		)
 	}
 	return p, err
 }
 
-func (b *secretBrowser) TakeDecisions() []coordinator.NetDecision {
+func (b *secretBrowser) TakeDecisions() []policy.Entry {
 	out := b.pending
 	b.pending = nil
 	return out
@@ -118,14 +118,14 @@ func TestAuditKeepsNoChosenString(t *testing.T) {
 	}
 	requests, recordPath := 0, false
 	for _, s := range rec.steps {
-		all := strings.Join([]string{s.Tool, s.URL, s.Rule, s.Reason, s.Layer, s.Verdict}, " ")
+		all := strings.Join([]string{s.Tool, s.URL, s.Rule, s.Reason, s.Layer, s.Verdict.String(), s.Origin, s.Path}, " ")
 		if strings.Contains(strings.ToLower(all), strings.ToLower(plantedSecret)) {
 			t.Errorf("step %d recorded a planted string: %+v", s.N, s)
 		}
 		if s.Tool == coordinator.ToolRequest {
 			requests++
 		}
-		if s.URL == d.url("/records/SYN-0042") {
+		if s.Origin+s.Path == d.url("/records/SYN-0042") {
 			recordPath = true
 		}
 	}

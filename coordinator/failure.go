@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"errors"
+	"github.com/browser-agent/browser-agent/policy"
 	"strings"
 )
 
@@ -52,7 +53,7 @@ type ModelFailure interface {
 func modelReason(err error) string {
 	var mf ModelFailure
 	if errors.As(err, &mf) {
-		return "model server: " + clip(mf.Reason(), 300)
+		return "model server: " + policy.Clip(mf.Reason(), 300)
 	}
-	return "model error: " + clip(err.Error(), 300)
+	return "model error: " + policy.Clip(err.Error(), 300)
 }

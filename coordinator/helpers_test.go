@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/browser-agent/browser-agent/audit"
 	"slices"
 	"strings"
 	"sync"
@@ -63,16 +64,16 @@ func stepClock() func() time.Time {
 // fakeRecorder is an in-memory Recorder.
 type fakeRecorder struct {
 	mu       sync.Mutex
-	runs     map[string]coordinator.RunRecord
-	steps    []coordinator.StepRecord
+	runs     map[string]audit.Run
+	steps    []audit.Step
 	begins   int
 	finishes int
 	failOn   string // "begin", "step" or "finish"
 }
 
-func newRecorder() *fakeRecorder { return &fakeRecorder{runs: map[string]coordinator.RunRecord{}} }
+func newRecorder() *fakeRecorder { return &fakeRecorder{runs: map[string]audit.Run{}} }
 
-func (f *fakeRecorder) BeginRun(ctx context.Context, r coordinator.RunRecord) (string, error) {
+func (f *fakeRecorder) BeginRun(ctx context.Context, r audit.Run) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failOn == "begin" {
@@ -85,7 +86,7 @@ func (f *fakeRecorder) BeginRun(ctx context.Context, r coordinator.RunRecord) (s
 	return id, nil
 }
 
-func (f *fakeRecorder) AddStep(ctx context.Context, s coordinator.StepRecord) error {
+func (f *fakeRecorder) AddStep(ctx context.Context, s audit.Step) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failOn == "step" {
@@ -98,7 +99,7 @@ func (f *fakeRecorder) AddStep(ctx context.Context, s coordinator.StepRecord) er
 	return nil
 }
 
-func (f *fakeRecorder) FinishRun(ctx context.Context, r coordinator.RunRecord) error {
+func (f *fakeRecorder) FinishRun(ctx context.Context, r audit.Run) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failOn == "finish" {

@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"errors"
+	"github.com/browser-agent/browser-agent/audit"
 	"io"
 	"strings"
 	"sync"
@@ -41,12 +42,12 @@ func (l *eventLog) String() string {
 	return strings.Join(l.evs, " ")
 }
 
-func (o orderRecorder) BeginRun(ctx context.Context, r coordinator.RunRecord) (string, error) {
+func (o orderRecorder) BeginRun(ctx context.Context, r audit.Run) (string, error) {
 	o.log.add("begin")
 	return o.fakeRecorder.BeginRun(ctx, r)
 }
 
-func (o orderRecorder) FinishRun(ctx context.Context, r coordinator.RunRecord) error {
+func (o orderRecorder) FinishRun(ctx context.Context, r audit.Run) error {
 	o.log.add("finish:" + string(r.Status))
 	return o.fakeRecorder.FinishRun(ctx, r)
 }
@@ -120,7 +121,7 @@ func TestInterruptBeforeRun(t *testing.T) {
 	in := &coordinator.Interrupt{Why: "SIGINT received"}
 	cancel(in)
 	res := coordinator.New(nil, coordinator.WithRecorder(rec)).Interrupted(ctx, coordinator.RunArgs{Task: "Look up SYN-0042"}, in)
-	if r := rec.runs[res.RunID]; res.Status != coordinator.StatusInterrupted || r.Status != coordinator.StatusInterrupted || r.Reason != "interrupted: SIGINT received" {
+	if r := rec.runs[res.RunID]; res.Status != coordinator.StatusInterrupted || r.Status != string(coordinator.StatusInterrupted) || r.Reason != "interrupted: SIGINT received" {
 		t.Errorf("got %s, recorded %+v", res.Status, r)
 	}
 }

@@ -94,9 +94,9 @@ func (s *Session) Call(ctx context.Context, call ToolCall) (CallResult, error) {
 	r.steps++
 	switch {
 	case r.steps > maxSteps:
-		o = refused(call.Name, LayerCoordinator, RuleBudget, fmt.Sprintf("step budget exhausted (max_steps %d)", maxSteps))
+		o = refused(call.Name, policy.LayerCoordinator, RuleBudget, fmt.Sprintf("step budget exhausted (max_steps %d)", maxSteps))
 	case !r.c.clock().Before(s.deadline):
-		o = refused(call.Name, LayerCoordinator, RuleTimeBudget, fmt.Sprintf("session time budget (%s) exhausted", r.c.deadline))
+		o = refused(call.Name, policy.LayerCoordinator, RuleTimeBudget, fmt.Sprintf("session time budget (%s) exhausted", r.c.deadline))
 	default:
 		cctx, cancel := context.WithDeadline(ctx, s.deadline)
 		o = r.exec(cctx, call)
@@ -146,7 +146,7 @@ func (s *Session) CheckAnswer(ctx context.Context, raw json.RawMessage) (AnswerC
 		return AnswerCheck{}, o.step, &ArgError{Tool: ToolCheckAnswer, Reason: err.Error()}
 	}
 	v := checkAnswer(r.c.pol, recordID, a, r.res.Evidence)
-	step := Step{Tool: ToolCheckAnswer, Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: LayerCoordinator, Duration: r.c.clock().Sub(start)}
+	step := Step{Tool: ToolCheckAnswer, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
 	if v.status == StatusAnswered {
 		step.Verdict = policy.Allow
 	}

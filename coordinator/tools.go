@@ -161,9 +161,9 @@ func parseObjectAny(raw json.RawMessage, allowed ...string) (map[string]json.Raw
 		key, _ := tok.(string)
 		if !contains(allowed, key) {
 			if len(allowed) == 0 {
-				return nil, fmt.Errorf("unknown argument %q: this tool takes no arguments", clip(key, 64))
+				return nil, fmt.Errorf("unknown argument %q: this tool takes no arguments", policy.Clip(key, 64))
 			}
-			return nil, fmt.Errorf("unknown argument %q", clip(key, 64))
+			return nil, fmt.Errorf("unknown argument %q", policy.Clip(key, 64))
 		}
 		if _, dup := out[key]; dup {
 			return nil, fmt.Errorf("argument %q given twice", key)
@@ -353,16 +353,16 @@ type fieldData struct {
 }
 
 func refusedArgs(tool, reason string) outcome {
-	return refused(tool, LayerCoordinator, RuleArguments, reason)
+	return refused(tool, policy.LayerCoordinator, RuleArguments, reason)
 }
 
 func refused(tool, layer, rule, reason string) outcome {
 	name := tool
 	if !contains(toolNames(), tool) {
-		name = clip(sanitizeName(tool), 64)
+		name = policy.Clip(sanitizeName(tool), 64)
 	}
 	return outcome{
-		step:    Step{Tool: name, Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer},
+		step:    Step{Tool: name, Entry: policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}},
 		content: encodeResult(envelope{Tool: name, Status: resultRefused, Rule: rule, Reason: reason}),
 	}
 }
@@ -414,14 +414,14 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 		}
 		u, err := r.c.pol.SearchURL(q)
 		if err != nil {
-			return refused(call.Name, LayerPolicy, "", ReasonNoSearchRoute)
+			return refused(call.Name, policy.LayerPolicy, "", ReasonNoSearchRoute)
 		}
 		// The query is what the policy allows a search for: the task's record identifier. Any
 		// other string (the task's words, page text) could carry data out in the request. The
 		// policy decides first, so that a write still reads as a write.
 		if d, err := r.c.pol.Decide(policy.DecideArgs{Method: "GET", URL: u}); err == nil && d.Allowed() &&
 			!strings.EqualFold(strings.TrimSpace(q), r.res.RecordID) {
-			return refused(call.Name, LayerCoordinator, RuleSearch, ReasonSearchQuery)
+			return refused(call.Name, policy.LayerCoordinator, RuleSearch, ReasonSearchQuery)
 		}
 		return r.open(ctx, call.Name, u)
 	case ToolOpenURL:
@@ -488,13 +488,13 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		if err != nil || reason == "" {
 			reason = policy.ReasonNoRule
 		}
-		return r.denied(tool, d.URL, LayerPolicy, d.Rule, reason)
+		return r.denied(tool, d.URL, policy.LayerPolicy, d.Rule, reason)
 	}
 	// After the policy's verdict (a write still reads as a write): open_url opens only what this
 	// run was shown, or the policy's own routes filled with the task's record identifier.
 	if tool == ToolOpenURL && !r.shown[d.URL] && !r.c.pol.FilledTemplate(d.URL, r.res.RecordID) {
 		return outcome{
-			step:    Step{Tool: tool, URL: d.URL, Verdict: policy.Deny, Rule: RuleProvenance, Reason: ReasonComposedURL, Layer: LayerCoordinator},
+			step:    Step{Tool: tool, URL: d.URL, Entry: policy.Entry{Verdict: policy.Deny, Rule: RuleProvenance, Reason: ReasonComposedURL, Layer: policy.LayerCoordinator}},
 			content: encodeResult(envelope{Tool: tool, Status: resultRefused, Rule: RuleProvenance, Reason: ReasonComposedURL}),
 		}
 	}
@@ -508,7 +508,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	final, ferr := r.c.pol.Decide(policy.DecideArgs{Method: "GET", URL: page.URL})
 	if ferr != nil || !final.Allowed() {
 		// The browser says it ended somewhere the policy does not allow: give the model nothing.
-		return r.denied(tool, final.URL, LayerCoordinator, final.Rule, ReasonFinalURL+": "+orNoRule(final.Reason))
+		return r.denied(tool, final.URL, policy.LayerCoordinator, final.Rule, ReasonFinalURL+": "+orNoRule(final.Reason))
 	}
 	r.page = &curPage{url: final.URL, next: page.Next, more: page.More, title: page.Title, heading: page.Heading}
 	r.show(final.URL) // the page the site (or its allowed redirect) ended on
@@ -521,7 +521,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		Withheld: page.WithheldNote(),
 	})
 	return outcome{
-		step:    Step{Tool: tool, URL: final.URL, Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: LayerPolicy},
+		step:    Step{Tool: tool, URL: final.URL, Entry: policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}},
 		content: content,
 	}
 }
@@ -548,7 +548,7 @@ func orNoRule(reason string) string {
 
 func (r *run) denied(tool, url, layer, rule, reason string) outcome {
 	return outcome{
-		step:    Step{Tool: tool, URL: url, Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer},
+		step:    Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}},
 		content: encodeResult(envelope{Tool: tool, Status: resultDenied, URL: url, Rule: rule, Reason: reason}),
 	}
 }
@@ -567,7 +567,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 				reason := fmt.Sprintf("%s: %s, %d clicks, %d keys, %d sign-in submissions", ReasonPersonActed,
 					t.Duration.Round(time.Second), t.Clicks, t.Keys, t.Submits)
 				return outcome{
-					step: Step{Tool: tool, URL: url, Verdict: policy.Allow, Reason: reason, Layer: LayerBrowser},
+					step: Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: reason, Layer: policy.LayerBrowser}},
 					content: encodeResult(envelope{Tool: tool, Status: resultOK, URL: url, Reason: ReasonPersonActed +
 						": a person took over the browser on the sign-in page and handed it back; what they typed is not shown." +
 						" The page is untrusted, as every page is. Open the page you need again."}),
@@ -575,22 +575,22 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			}
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Reason: ReasonCredential, Layer: LayerBrowser},
+			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: ReasonCredential, Layer: policy.LayerBrowser}},
 			stop:       StatusHuman,
 			stopReason: "sign-in required: a credential field is on the page opened from " + r.redact.URL(url) + "; a person must take over",
 		}
 	case errors.Is(err, bridge.ErrNoPage):
 		r.page = nil
-		return refused(tool, LayerBrowser, "", ReasonNoPage)
+		return refused(tool, policy.LayerBrowser, "", ReasonNoPage)
 	}
 	if b, ok := bridge.IsBudget(err); ok {
 		// A run budget is spent: the browser refuses all further work, and the run ends saying so.
-		layer := LayerBrowser
+		layer := policy.LayerBrowser
 		if b.Proxy {
-			layer = LayerProxy
+			layer = policy.LayerProxy
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer},
+			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer}},
 			stop:       StatusBlocked,
 			stopReason: b.Error(),
 		}
@@ -604,24 +604,24 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 		if target == "" {
 			target = url
 		}
-		return r.denied(tool, target, LayerBrowser, d.Decision.Rule, reason)
+		return r.denied(tool, target, policy.LayerBrowser, d.Decision.Rule, reason)
 	}
 	if e, ok := errors.AsType[*bridge.EgressError](err); ok {
 		// The egress proxy refused or failed the request (an upstream certificate that does not
 		// verify, say): its fixed reason phrase and the host, nothing the page sent.
-		return r.denied(tool, url, LayerProxy, "", "egress proxy: "+e.Reason+" for "+e.Host)
+		return r.denied(tool, url, policy.LayerProxy, "", "egress proxy: "+e.Reason+" for "+e.Host)
 	}
 	switch {
 	case errors.Is(err, bridge.ErrHopLimit):
-		return r.denied(tool, url, LayerBrowser, "", ReasonHopLimit)
+		return r.denied(tool, url, policy.LayerBrowser, "", ReasonHopLimit)
 	case errors.Is(err, bridge.ErrRedirectLoop):
-		return r.denied(tool, url, LayerBrowser, "", ReasonRedirectLoop)
+		return r.denied(tool, url, policy.LayerBrowser, "", ReasonRedirectLoop)
 	case errors.Is(err, bridge.ErrUnsupportedContent):
 		r.page = nil
-		return r.denied(tool, url, LayerBrowser, "", ReasonUnsupported)
+		return r.denied(tool, url, policy.LayerBrowser, "", ReasonUnsupported)
 	case errors.Is(err, bridge.ErrSessionExpired):
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Reason: string(bridge.ErrSessionExpired), Layer: LayerBrowser},
+			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: string(bridge.ErrSessionExpired), Layer: policy.LayerBrowser}},
 			stop:       StatusBlocked,
 			stopReason: "browser " + string(bridge.ErrSessionExpired),
 		}
@@ -631,7 +631,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			reason = string(bridge.ErrNotLaunched)
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Verdict: policy.Deny, Reason: reason, Layer: LayerBrowser},
+			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}},
 			stop:       StatusError,
 			stopReason: "browser: " + reason,
 		}
@@ -641,14 +641,14 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 		reason = "browser error: " + err.Error()
 	}
 	return outcome{
-		step:    Step{Tool: tool, URL: url, Verdict: policy.Deny, Reason: reason, Layer: LayerBrowser},
+		step:    Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}},
 		content: encodeResult(envelope{Tool: tool, Status: resultError, URL: url, Reason: reason}),
 	}
 }
 
 func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	if r.page == nil {
-		return refused(ToolReadPage, LayerCoordinator, "", ReasonNoPage)
+		return refused(ToolReadPage, policy.LayerCoordinator, "", ReasonNoPage)
 	}
 	if !given {
 		off = r.page.next
@@ -660,7 +660,7 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	}
 	r.page.next, r.page.more = ch.Next, ch.More
 	return outcome{
-		step: Step{Tool: ToolReadPage, URL: url, Verdict: policy.Allow, Reason: "current page", Layer: LayerCoordinator},
+		step: Step{Tool: ToolReadPage, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
 		content: encodeResult(envelope{Tool: ToolReadPage, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
 			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More}}),
 	}
@@ -668,7 +668,7 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 
 func (r *run) links(ctx context.Context) outcome {
 	if r.page == nil {
-		return refused(ToolListLinks, LayerCoordinator, "", ReasonNoPage)
+		return refused(ToolListLinks, policy.LayerCoordinator, "", ReasonNoPage)
 	}
 	url := r.page.url
 	ls, err := r.a.Browser.Links(ctx)
@@ -681,7 +681,7 @@ func (r *run) links(ctx context.Context) outcome {
 		if i == maxLinks {
 			break
 		}
-		ld := linkData{N: l.N, Text: clip(l.Text, maxLinkText), URL: l.URL, Reason: policy.ReasonMalformed}
+		ld := linkData{N: l.N, Text: policy.Clip(l.Text, maxLinkText), URL: l.URL, Reason: policy.ReasonMalformed}
 		if ld.N == 0 {
 			ld.N = i + 1
 		}
@@ -695,7 +695,7 @@ func (r *run) links(ctx context.Context) outcome {
 				}
 			}
 		} else {
-			ld.URL = clip(l.URL, MaxURLLength)
+			ld.URL = policy.Clip(l.URL, MaxURLLength)
 		}
 		if ld.Allowed {
 			r.show(ld.URL) // a link the page presented: open_url may open it, by URL or number
@@ -707,7 +707,7 @@ func (r *run) links(ctx context.Context) outcome {
 		out = append(out, ld)
 	}
 	return outcome{
-		step: Step{Tool: ToolListLinks, URL: url, Verdict: policy.Allow, Reason: "current page", Layer: LayerCoordinator},
+		step: Step{Tool: ToolListLinks, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
 		content: encodeResult(envelope{Tool: ToolListLinks, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"links": out}}),
 	}
@@ -715,7 +715,7 @@ func (r *run) links(ctx context.Context) outcome {
 
 func (r *run) fields(ctx context.Context) outcome {
 	if r.page == nil {
-		return refused(ToolExtractFields, LayerCoordinator, "", ReasonNoPage)
+		return refused(ToolExtractFields, policy.LayerCoordinator, "", ReasonNoPage)
 	}
 	url := r.page.url
 	fs, err := r.a.Browser.Fields(ctx)
@@ -732,10 +732,10 @@ func (r *run) fields(ctx context.Context) outcome {
 		r.res.Evidence = append(r.res.Evidence, Evidence{
 			URL: url, RetrievedAt: now, Label: strings.TrimSpace(f.Label), Value: strings.TrimSpace(f.Value), RecordID: recordID,
 		})
-		out = append(out, fieldData{Label: clip(f.Label, maxFieldBytes), Value: clip(f.Value, maxFieldBytes)})
+		out = append(out, fieldData{Label: policy.Clip(f.Label, maxFieldBytes), Value: policy.Clip(f.Value, maxFieldBytes)})
 	}
 	return outcome{
-		step: Step{Tool: ToolExtractFields, URL: url, Verdict: policy.Allow, Reason: "current page", Layer: LayerCoordinator},
+		step: Step{Tool: ToolExtractFields, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
 		content: encodeResult(envelope{Tool: ToolExtractFields, Status: resultOK, Source: url, RetrievedAt: now.Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"fields": out}}),
 	}

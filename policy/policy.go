@@ -26,6 +26,19 @@ func (v Verdict) String() string {
 // MarshalText makes a Verdict print as "allow" or "deny" in JSON.
 func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
+// UnmarshalText reads "allow" or "deny", as MarshalText writes them.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "allow":
+		*v = Allow
+	case "deny":
+		*v = Deny
+	default:
+		return fmt.Errorf("verdict %q is not allow or deny", Cut(string(b), 32))
+	}
+	return nil
+}
+
 // Reason phrases. They are fixed so that callers and tests can match them exactly.
 const (
 	ReasonAllowed     = "allowed read route"

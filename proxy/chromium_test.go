@@ -397,7 +397,7 @@ func TestBrowserEgress(t *testing.T) {
 		seen := func() []string {
 			out := describe(rec.all())
 			for _, d := range s.Decisions() {
-				out = append(out, d.Method+" "+d.URL)
+				out = append(out, d.Method+" "+d.URL())
 			}
 			return out
 		}

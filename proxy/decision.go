@@ -12,9 +12,6 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// LayerProxy is the Layer of every Decision the proxy records; it is the audit's "proxy" layer.
-const LayerProxy = "proxy"
-
 // CanonicalDecision starts the one log line the proxy writes per request, as smokescreen's
 // CANONICAL-PROXY-DECISION does.
 const CanonicalDecision = "CANONICAL-PROXY-DECISION"
@@ -49,14 +46,11 @@ const (
 // CONNECT) as soon as it is established, so before any request inside it. WithDecidedHook gets
 // every record earlier still, as soon as its verdict is taken.
 type Decision struct {
-	Time    time.Time      `json:"time"`
-	Method  string         `json:"method"`
-	Origin  string         `json:"origin"` // scheme://host[:port]; "" when the target did not parse
-	Path    string         `json:"path"`   // canonical path without query; "" for CONNECT
-	Verdict policy.Verdict `json:"verdict"`
-	Rule    string         `json:"rule"`
-	Reason  string         `json:"reason"`
-	Layer   string         `json:"layer"` // always LayerProxy
+	Time time.Time `json:"time"`
+	// Record is the shared decision record: Method, Origin (scheme://host[:port]; "" when the
+	// target did not parse), Path (canonical, without query; "" for CONNECT), Verdict, Rule,
+	// Reason, and Layer, always policy.LayerProxy. Its N is 0: the coordinator numbers it.
+	policy.Entry
 	// Status is the HTTP status the client got: the upstream's, or the proxy's own (403, 502, 503,
 	// 504; 200 for an established tunnel).
 	Status int `json:"status"`
@@ -78,9 +72,6 @@ type Decision struct {
 	// Error is what went wrong after an Allow (dial, upstream, copy), "" otherwise.
 	Error string `json:"error,omitempty"`
 }
-
-// Allowed reports whether the verdict is Allow.
-func (d Decision) Allowed() bool { return d.Verdict == policy.Allow }
 
 // MarshalJSON writes the record with duration_ms, as the audit stores durations.
 func (d Decision) MarshalJSON() ([]byte, error) {
@@ -117,14 +108,6 @@ func (p *Proxy) logRecord(rec *Decision) Decision {
 	r := p.pol.Redactor(nil, "")
 	out.Method, out.Rule = r.Method(out.Method), r.Rule(out.Rule)
 	return out
-}
-
-// cleanText cuts s at the first '?' or '#' so that no query string or fragment is recorded.
-func cleanText(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
 }
 
 // Stats are the proxy's counters since it was made.

@@ -222,7 +222,7 @@ func (p *Proxy) intercept(ctx context.Context, conn net.Conn, early []byte, t tu
 		NextProtos: []string{"http/1.1"}, // no HTTP/2: every request is read as HTTP/1.1
 		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 			if hello.ServerName != "" && normalizeHost(hello.ServerName) != want {
-				return nil, fmt.Errorf("server name %q is not the tunnel's host %s", bound(hello.ServerName, 64), t.host)
+				return nil, fmt.Errorf("server name %q is not the tunnel's host %s", policy.Cut(hello.ServerName, 64), t.host)
 			}
 			return cert, nil
 		},
@@ -263,7 +263,7 @@ func (p *Proxy) serveTunneled(w http.ResponseWriter, r *http.Request, t tunnel) 
 		return
 	}
 	defer p.inflight.Done()
-	rec := &Decision{Time: start, Method: bound(r.Method, 32), Layer: LayerProxy, Origin: t.origin}
+	rec := &Decision{Time: start, Entry: policy.Entry{Method: policy.Cut(r.Method, 32), Layer: policy.LayerProxy, Origin: t.origin}}
 	defer p.finish(rec, start)
 	if p.refuseOverBudget(w, r, rec) {
 		return

@@ -165,7 +165,7 @@ func (s *httpsSite) unrecorded(key string, ds []proxy.Decision) []string {
 	for _, w := range httpsWrites {
 		path := strings.ReplaceAll(w.path, "KEY", key)
 		if !slices.ContainsFunc(ds, func(d proxy.Decision) bool {
-			return !d.Allowed() && d.Layer == proxy.LayerProxy && d.Method == w.method && d.Origin == s.URL && d.Path == path
+			return !d.Allowed() && d.Layer == policy.LayerProxy && d.Method == w.method && d.Origin == s.URL && d.Path == path
 		}) {
 			out = append(out, w.kind)
 		}
@@ -309,7 +309,7 @@ func TestHTTPSEgress(t *testing.T) {
 			unrec := site.unrecorded(k, rec.all())
 			for _, w := range httpsWrites {
 				if !slices.Contains(unrec, w.kind) || slices.ContainsFunc(bds, func(d bridge.RequestDecision) bool {
-					return d.Verdict == policy.Deny && strings.HasSuffix(d.URL, strings.ReplaceAll(w.path, "KEY", k))
+					return d.Verdict == policy.Deny && strings.HasSuffix(d.URL(), strings.ReplaceAll(w.path, "KEY", k))
 				}) {
 					out = append(out, w.kind)
 				}

@@ -134,7 +134,7 @@ func TestMITM(t *testing.T) {
 			if c := rec.decisions()[mark]; c.Method != "CONNECT" || !c.Allowed() {
 				t.Errorf("first record of the tunnel: %+v, want the allowed CONNECT", c)
 			}
-			if d.Layer != LayerProxy || d.Method != method || d.Allowed() != (tt.wantReason == "") || d.Status != tt.wantStatus ||
+			if d.Layer != policy.LayerProxy || d.Method != method || d.Allowed() != (tt.wantReason == "") || d.Status != tt.wantStatus ||
 				(tt.wantPath != "" && (d.Origin != tlsUp.URL || d.Path != tt.wantPath)) {
 				t.Errorf("decision\n\tgot  %+v\n\twant %s %s%s, status %d", d, method, tlsUp.URL, tt.wantPath, tt.wantStatus)
 			}

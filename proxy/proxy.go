@@ -335,7 +335,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A challenge, not a decision: Chromium sends its first request without the credential
 		// and repeats it with the credential after this 407. Counted, never forwarded.
 		p.stats.auth.Add(1)
-		p.cfg.logf("proxy: 407 %s %s: %s", bound(r.Method, 32), target(r), ReasonAuth)
+		p.cfg.logf("proxy: 407 %s %s: %s", policy.Cut(r.Method, 32), target(r), ReasonAuth)
 		w.Header().Set("Proxy-Authenticate", `Basic realm="`+Realm+`"`)
 		writeRefusal(w, http.StatusProxyAuthRequired, ReasonAuth, r.Method)
 		return
@@ -346,7 +346,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.inflight.Done()
-	rec := &Decision{Time: start, Method: bound(r.Method, 32), Layer: LayerProxy}
+	rec := &Decision{Time: start, Entry: policy.Entry{Method: policy.Cut(r.Method, 32), Layer: policy.LayerProxy}}
 	if p.refuseOverBudget(w, r, rec) {
 		p.finish(rec, start)
 		return
@@ -399,7 +399,7 @@ func (p *Proxy) serveURL(ctx context.Context, w http.ResponseWriter, r *http.Req
 	rec.Origin, rec.Path = u.Origin(), u.Path()
 	note := noteKeyURL(r.Method, u.Origin()+u.Path())
 	if isUpgrade(r.Header) {
-		p.refuse(w, rec, http.StatusForbidden, ReasonUpgrade, "upgrade "+bound(r.Header.Get("Upgrade"), 32), note)
+		p.refuse(w, rec, http.StatusForbidden, ReasonUpgrade, "upgrade "+policy.Cut(r.Header.Get("Upgrade"), 32), note)
 		return
 	}
 	var d policy.Decision
@@ -529,11 +529,11 @@ func (p *Proxy) copyResponse(w http.ResponseWriter, r *http.Request, resp *http.
 	rec.BytesIn = n
 	switch {
 	case src.err != nil:
-		rec.Error = "reading upstream body: " + cleanText(src.err.Error())
+		rec.Error = "reading upstream body: " + policy.Text(src.err.Error(), policy.MaxTextLen)
 		p.stats.upstreamErrors.Add(1)
 		panic(http.ErrAbortHandler) // the client must not take a cut body for a whole one
 	case err != nil:
-		rec.Error = "writing to client: " + cleanText(err.Error())
+		rec.Error = "writing to client: " + policy.Text(err.Error(), policy.MaxTextLen)
 		return
 	}
 	if declaredOver {
@@ -597,7 +597,7 @@ func (p *Proxy) serveConnect(ctx context.Context, w http.ResponseWriter, r *http
 	client.SetDeadline(time.Time{})
 	rec.Status = http.StatusOK
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-		rec.Error = "writing to client: " + cleanText(err.Error())
+		rec.Error = "writing to client: " + policy.Text(err.Error(), policy.MaxTextLen)
 		return
 	}
 	recorded()
@@ -609,7 +609,7 @@ func (p *Proxy) serveConnect(ctx context.Context, w http.ResponseWriter, r *http
 	}
 	t := tunnel{origin: u.Origin(), host: normalizeHost(u.Host())}
 	if err := p.intercept(ctx, client, early, t); err != nil {
-		p.cfg.logf("proxy: tunnel to %s: %s", t.origin, cleanText(err.Error()))
+		p.cfg.logf("proxy: tunnel to %s: %s", t.origin, policy.Text(err.Error(), policy.MaxTextLen))
 	}
 }
 
@@ -662,7 +662,7 @@ func (p *Proxy) checkAddress(ctx context.Context, host string, port int) (addr n
 	defer cancel()
 	addrs, err := p.cfg.resolver(rctx, host)
 	if err != nil {
-		return addr, "resolving " + host + ": " + cleanText(err.Error()), ReasonResolve
+		return addr, "resolving " + host + ": " + policy.Text(err.Error(), policy.MaxTextLen), ReasonResolve
 	}
 	if len(addrs) == 0 {
 		return addr, "resolving " + host + ": no addresses", ReasonResolve
@@ -695,7 +695,7 @@ func (p *Proxy) dial(ctx context.Context, network, address string) (net.Conn, er
 // refuse answers with the proxy's own response and records the denial. noteKey, when not "",
 // identifies the request for disagreement tracking.
 func (p *Proxy) refuse(w http.ResponseWriter, rec *Decision, status int, reason, rule, noteKey string) {
-	rec.Verdict, rec.Reason, rec.Rule, rec.Status = policy.Deny, reason, cleanText(rule), status
+	rec.Verdict, rec.Reason, rec.Rule, rec.Status = policy.Deny, reason, policy.Text(rule, policy.MaxTextLen), status
 	if status == http.StatusForbidden && noteKey != "" && p.notes.seen(noteKey, time.Now()) {
 		rec.Disagreement = true
 		p.stats.disagreements.Add(1)
@@ -711,7 +711,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, rec *Decision, status int, reason,
 // upstreamFailed answers 502 or 504 for an allowed request that could not be completed.
 func (p *Proxy) upstreamFailed(w http.ResponseWriter, rec *Decision, err error) {
 	p.stats.upstreamErrors.Add(1)
-	rec.Error = cleanText(err.Error())
+	rec.Error = policy.Text(err.Error(), policy.MaxTextLen)
 	status, reason := http.StatusBadGateway, "upstream failed"
 	var ne net.Error
 	switch {
@@ -883,9 +883,9 @@ func isUpgrade(h http.Header) bool {
 // without the query.
 func target(r *http.Request) string {
 	if r.Method == http.MethodConnect || r.URL == nil {
-		return bound(r.Host, 300)
+		return policy.Cut(r.Host, 300)
 	}
-	return bound(r.URL.Scheme+"://"+r.URL.Host+r.URL.EscapedPath(), 300)
+	return policy.Cut(r.URL.Scheme+"://"+r.URL.Host+r.URL.EscapedPath(), 300)
 }
 
 // normalizeHost lower-cases and trims one trailing dot, as the policy does when it matches hosts.
@@ -899,13 +899,6 @@ func normalizeHost(h string) string {
 
 // hostPort joins a canonical host (IPv6 already in brackets) and a port.
 func hostPort(host string, port int) string { return host + ":" + strconv.Itoa(port) }
-
-func bound(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
 
 // readErr remembers the error of the reader it wraps, so a failed upstream read can be told from
 // a failed client write.

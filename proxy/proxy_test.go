@@ -94,7 +94,7 @@ func TestForward(t *testing.T) {
 			if tt.wantReason == "" {
 				wantVerdict = policy.Allow
 			}
-			if d.Verdict != wantVerdict || tt.wantReason != "" && d.Reason != tt.wantReason || d.Layer != LayerProxy || d.Method != tt.method {
+			if d.Verdict != wantVerdict || tt.wantReason != "" && d.Reason != tt.wantReason || d.Layer != policy.LayerProxy || d.Method != tt.method {
 				t.Errorf("%s %s: decision\n\tgot  %+v\n\twant verdict %v, reason %q, layer proxy", tt.method, tt.url, d, wantVerdict, tt.wantReason)
 			}
 			if tt.wantReason != "" && !strings.Contains(string(b), tt.wantReason) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"io"
 	"io/fs"
 	"mime"
@@ -60,7 +61,7 @@ func (s *Server) routes() http.Handler {
 		// A known endpoint asked with another method answers 405 with the methods it takes.
 		if allow := allowedMethods(r.URL.Path); allow != "" {
 			w.Header().Set("Allow", allow)
-			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed here; allowed: %s", clip(r.Method, 16), allow), nil)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed here; allowed: %s", policy.Clip(r.Method, 16), allow), nil)
 			return
 		}
 		writeError(w, http.StatusNotFound, "no such API endpoint", nil)
@@ -147,7 +148,7 @@ func originRefused(o string) string {
 	if o == "" || o == "null" {
 		return "origin not allowed"
 	}
-	return fmt.Sprintf("origin not allowed: start the server with --allow-origin %s to let it call the API", clip(o, 128))
+	return fmt.Sprintf("origin not allowed: start the server with --allow-origin %s to let it call the API", policy.Clip(o, 128))
 }
 
 // originAllowed is the check against cross-site requests that start runs: no Origin (a script, not
@@ -280,7 +281,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&req); err != nil || dec.More() {
 		msg := `the body must be one JSON object: {"preset": NAME} or {"task": TEXT}`
 		if f, ok := unknownField(err); ok {
-			msg = fmt.Sprintf("unknown field %q: %s", clip(f, 64), msg)
+			msg = fmt.Sprintf("unknown field %q: %s", policy.Clip(f, 64), msg)
 		}
 		writeError(w, http.StatusBadRequest, msg, nil)
 		return
@@ -294,7 +295,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	if req.Preset != "" {
 		p, ok := presets.ByName(req.Preset)
 		if !ok {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q; presets: %s", clip(req.Preset, 64), strings.Join(presetNames(), ", ")), nil)
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q; presets: %s", policy.Clip(req.Preset, 64), strings.Join(presetNames(), ", ")), nil)
 			return
 		}
 		preset, task = p, p.Task
@@ -479,15 +480,4 @@ func unknownField(err error) (string, bool) {
 		return "", false
 	}
 	return name, true
-}
-
-// clip cuts s to at most n bytes for an error message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

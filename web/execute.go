@@ -111,7 +111,7 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 		}
 	}
 	progress := func(s coordinator.Step) {
-		sj := stepJSON(s)
+		sj := NewStepJSON(s)
 		emit(Moment{AtMS: at(), Step: &sj})
 		if spec.Frames {
 			view(context.WithoutCancel(ctx))

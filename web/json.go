@@ -8,18 +8,16 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/policy"
 )
 
-// StepJSON is one step as the API, the page and recorded runs show it: the tool, its target, the
-// verdict and why. It holds metadata only, never page text.
+// StepJSON is one step as the API, the page, recorded runs and "browser-agent run --json" show
+// it: the shared decision record (n, verdict, rule, reason, layer; origin and path as the audit
+// keeps them), the tool and the URL shown. It holds metadata only, never page text.
 type StepJSON struct {
-	N          int    `json:"n"`
+	policy.Entry
 	Tool       string `json:"tool"`
 	URL        string `json:"url,omitempty"`
-	Verdict    string `json:"verdict"` // allow or deny
-	Rule       string `json:"rule"`
-	Reason     string `json:"reason"`
-	Layer      string `json:"layer"`
 	DurationMS int64  `json:"duration_ms"`
 	Simulated  bool   `json:"simulated,omitempty"`
 	// Outcome labels the final answer step by how the run ends (answered, uncertain or blocked),
@@ -27,10 +25,10 @@ type StepJSON struct {
 	Outcome string `json:"outcome,omitempty"`
 }
 
-func stepJSON(s coordinator.Step) StepJSON {
+// NewStepJSON is s as StepJSON shows it.
+func NewStepJSON(s coordinator.Step) StepJSON {
 	return withOutcome(StepJSON{
-		N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict.String(), Rule: s.Rule, Reason: s.Reason,
-		Layer: s.Layer, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
+		Entry: s.Entry, Tool: s.Tool, URL: s.URL, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
 	})
 }
 
@@ -45,7 +43,7 @@ func withOutcome(s StepJSON) StepJSON {
 		return s
 	}
 	switch {
-	case s.Verdict == "allow":
+	case s.Verdict == policy.Allow:
 		s.Outcome = string(coordinator.StatusAnswered)
 	case strings.HasPrefix(s.Reason, conflictReason):
 		s.Outcome = string(coordinator.StatusUncertain)
@@ -109,7 +107,7 @@ func resultJSON(res coordinator.Result) ResultJSON {
 		out.Evidence = res.Evidence
 	}
 	for _, s := range res.Steps {
-		out.Steps = append(out.Steps, stepJSON(s))
+		out.Steps = append(out.Steps, NewStepJSON(s))
 	}
 	cited := map[string]bool{}
 	if a := res.Answer; a != nil {

@@ -2,12 +2,12 @@ package web
 
 import (
 	"context"
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/policy"
 	"sync"
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
-
-	"github.com/browser-agent/browser-agent/coordinator"
 )
 
 func TestStepOutcome(t *testing.T) {
@@ -16,12 +16,12 @@ func TestStepOutcome(t *testing.T) {
 		step StepJSON
 		want string
 	}{
-		{"answer allowed", StepJSON{Tool: "answer", Rule: "answer check", Verdict: "allow", Reason: "evidence backs every value"}, "answered"},
-		{"sources conflict", StepJSON{Tool: "answer", Rule: "answer check", Verdict: "deny", Reason: "sources conflict on Status"}, "uncertain"},
-		{"answer not backed", StepJSON{Tool: "answer", Rule: "answer check", Verdict: "deny", Reason: "value of Status not in the evidence"}, "blocked"},
-		{"model could not answer", StepJSON{Tool: "answer", Rule: "answer check", Verdict: "deny", Reason: "model could not answer"}, "blocked"},
-		{"a policy denial is not an outcome", StepJSON{Tool: "open_url", Rule: "no rule matched", Verdict: "deny", Reason: "sources conflict on Status"}, ""},
-		{"an allowed read is not an outcome", StepJSON{Tool: "read_page", Verdict: "allow"}, ""},
+		{"answer allowed", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Allow, Reason: "evidence backs every value"}}, "answered"},
+		{"sources conflict", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, "uncertain"},
+		{"answer not backed", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "value of Status not in the evidence"}}, "blocked"},
+		{"model could not answer", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "model could not answer"}}, "blocked"},
+		{"a policy denial is not an outcome", StepJSON{Tool: "open_url", Entry: policy.Entry{Rule: "no rule matched", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, ""},
+		{"an allowed read is not an outcome", StepJSON{Tool: "read_page", Entry: policy.Entry{Verdict: policy.Allow}}, ""},
 	}
 	for _, tt := range tests {
 		if got := withOutcome(tt.step).Outcome; got != tt.want {
@@ -50,7 +50,7 @@ type idRecorder struct {
 	ids []string
 }
 
-func (r *idRecorder) BeginRun(_ context.Context, rr coordinator.RunRecord) (string, error) {
+func (r *idRecorder) BeginRun(_ context.Context, rr audit.Run) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := rr.ID
@@ -60,8 +60,8 @@ func (r *idRecorder) BeginRun(_ context.Context, rr coordinator.RunRecord) (stri
 	r.ids = append(r.ids, id)
 	return id, nil
 }
-func (r *idRecorder) AddStep(context.Context, coordinator.StepRecord) error  { return nil }
-func (r *idRecorder) FinishRun(context.Context, coordinator.RunRecord) error { return nil }
+func (r *idRecorder) AddStep(context.Context, audit.Step) error  { return nil }
+func (r *idRecorder) FinishRun(context.Context, audit.Run) error { return nil }
 
 // TestOneRunID: the API's run ID is the audit store's, with and without a recorder.
 func TestOneRunID(t *testing.T) {

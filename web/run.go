@@ -203,7 +203,7 @@ func (r *run) whereLocked(f FrameJSON) FrameJSON {
 		}
 	}
 	if n := len(r.steps); n > 0 {
-		f.Verdict, f.Reason = r.steps[n-1].Verdict, r.steps[n-1].Reason
+		f.Verdict, f.Reason = r.steps[n-1].Verdict.String(), r.steps[n-1].Reason
 	}
 	return f
 }

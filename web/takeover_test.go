@@ -666,7 +666,7 @@ func TestTakeoverHeldToPolicy(t *testing.T) {
 	deniedBy := func(method, prefix string) bool {
 		denied := false
 		for _, d := range g.Decisions() {
-			if d.Method == method && strings.HasPrefix(d.URL, prefix) {
+			if d.Method == method && strings.HasPrefix(d.URL(), prefix) {
 				if d.Verdict == policy.Allow {
 					return false
 				}
@@ -693,7 +693,7 @@ func TestTakeoverHeldToPolicy(t *testing.T) {
 	// Each crafted step is denied before and after the lease.
 	denied := 0
 	for _, st := range res.Steps {
-		if st.Verdict == policy.Deny.String() && (st.Tool == "open_url" || st.Tool == "submit_form") {
+		if st.Verdict == policy.Deny && (st.Tool == "open_url" || st.Tool == "submit_form") {
 			denied++
 		}
 	}

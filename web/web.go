@@ -400,13 +400,13 @@ type sameID struct {
 // noRecorder records nothing: the run keeps the API's ID without an audit store.
 type noRecorder struct{}
 
-func (noRecorder) BeginRun(_ context.Context, rr coordinator.RunRecord) (string, error) {
+func (noRecorder) BeginRun(_ context.Context, rr audit.Run) (string, error) {
 	return rr.ID, nil
 }
-func (noRecorder) AddStep(context.Context, coordinator.StepRecord) error  { return nil }
-func (noRecorder) FinishRun(context.Context, coordinator.RunRecord) error { return nil }
+func (noRecorder) AddStep(context.Context, audit.Step) error  { return nil }
+func (noRecorder) FinishRun(context.Context, audit.Run) error { return nil }
 
-func (r sameID) BeginRun(ctx context.Context, rr coordinator.RunRecord) (string, error) {
+func (r sameID) BeginRun(ctx context.Context, rr audit.Run) (string, error) {
 	if rr.ID == "" {
 		rr.ID = r.id
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/policy"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	sdk "github.com/openai/openai-go/v3"
@@ -412,9 +412,9 @@ func (m *Model) wrap(ctx context.Context, err error) error {
 	case errors.As(err, &apiErr):
 		// Keep only the fields: the SDK error also holds the request, Authorization header included.
 		e.StatusCode = apiErr.StatusCode
-		e.Type = bounded(m.redact(apiErr.Type), 100)
-		e.Code = bounded(m.redact(apiErr.Code), 100)
-		e.Message = bounded(m.redact(apiErr.Message), maxMessageLen)
+		e.Type = policy.Clip(m.redact(apiErr.Type), 100)
+		e.Code = policy.Clip(m.redact(apiErr.Code), 100)
+		e.Message = policy.Clip(m.redact(apiErr.Message), maxMessageLen)
 		return e
 	case ctx.Err() != nil:
 		e.Message = "request canceled"
@@ -436,16 +436,4 @@ func (m *Model) redact(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, m.apiKey, "[redacted]")
-}
-
-// bounded cuts s to at most n bytes at a UTF-8 boundary.
-func bounded(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }

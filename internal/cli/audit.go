@@ -15,33 +15,8 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 )
 
-// auditRecorder stores a run's metadata in the audit store.
-type auditRecorder struct{ s *audit.Store }
-
-var _ coordinator.Recorder = auditRecorder{}
-
-func auditRun(r coordinator.RunRecord) audit.Run {
-	return audit.Run{
-		ID: r.ID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, RecordID: r.RecordID, Preset: r.Preset,
-		Model: r.Model, Status: string(r.Status), Reason: r.Reason, StepCount: r.StepCount,
-		PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens, CostUSD: r.CostUSD, Simulated: r.Simulated,
-	}
-}
-
-func (a auditRecorder) BeginRun(ctx context.Context, r coordinator.RunRecord) (string, error) {
-	return a.s.BeginRun(ctx, auditRun(r))
-}
-
-func (a auditRecorder) AddStep(ctx context.Context, s coordinator.StepRecord) error {
-	return a.s.AddStep(ctx, audit.Step{
-		RunID: s.RunID, N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict, Rule: s.Rule, Reason: s.Reason,
-		Layer: s.Layer, Duration: s.Duration, BytesReturned: s.BytesReturned,
-	})
-}
-
-func (a auditRecorder) FinishRun(ctx context.Context, r coordinator.RunRecord) error {
-	return a.s.FinishRun(ctx, auditRun(r))
-}
+// *audit.Store is the coordinator's Recorder: the coordinator's records are the audit's.
+var _ coordinator.Recorder = (*audit.Store)(nil)
 
 // auditCmd is "browser-agent audit [--db FILE] [--json] [--limit N] [RUN_ID]".
 func auditCmd(e *env, args []string) error {

@@ -20,13 +20,12 @@ func loadPolicy(file, origin string) (*policy.Policy, error) {
 	return policy.Load(file)
 }
 
+// checkResult is one line of check-url: the URL as given (redacted when it held a password), the
+// method, and the policy's Decision (verdict, rule, reason and the canonical URL).
 type checkResult struct {
-	URL       string `json:"url"`
-	Canonical string `json:"canonical"`
-	Method    string `json:"method"`
-	Verdict   string `json:"verdict"`
-	Rule      string `json:"rule"`
-	Reason    string `json:"reason"`
+	URL    string `json:"url"`
+	Method string `json:"method"`
+	policy.Decision
 }
 
 // checkURLCmd is "browser-agent check-url --policy FILE [--method M] URL...".
@@ -64,7 +63,7 @@ func checkURLCmd(e *env, args []string) error {
 		if d.Reason == policy.ReasonUserinfo {
 			echo = d.URL // never print a password back
 		}
-		if err := enc.Encode(checkResult{URL: echo, Canonical: d.URL, Method: m, Verdict: d.Verdict.String(), Rule: d.Rule, Reason: d.Reason}); err != nil {
+		if err := enc.Encode(checkResult{URL: echo, Method: m, Decision: d}); err != nil {
 			return err
 		}
 	}

@@ -81,7 +81,7 @@ func TestCheckURLAgainstEmbeddedPolicy(t *testing.T) {
 			if tt.rule != "" && got.Rule != tt.rule {
 				t.Errorf("check-url %s: rule got %q, want %q", tt.url, got.Rule, tt.rule)
 			}
-			if got.Verdict != tt.verdict || got.Reason != tt.reason {
+			if got.Verdict.String() != tt.verdict || got.Reason != tt.reason {
 				t.Errorf("check-url %s:\n\tgot  %s %q (rule %q)\n\twant %s %q", tt.url, got.Verdict, got.Reason, got.Rule, tt.verdict, tt.reason)
 			}
 			wantCode := ExitOK

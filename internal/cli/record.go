@@ -73,7 +73,7 @@ func recordCmd(e *env, args []string) error {
 			Launch: func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 				return launchBrowser(ctx, pol)
 			},
-			Options: []coordinator.Option{coordinator.WithRecorder(auditRecorder{store})},
+			Options: []coordinator.Option{coordinator.WithRecorder(store)},
 			Frames:  !*noFrames,
 		})
 		frames := 0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/browser-agent/browser-agent/web"
 	"io"
 	"os"
 	"slices"
@@ -96,7 +97,7 @@ func runCmd(e *env, args []string) error {
 	}
 
 	opts := []coordinator.Option{
-		coordinator.WithRecorder(auditRecorder{store}),
+		coordinator.WithRecorder(store),
 		coordinator.WithProgress(func(s coordinator.Step) { printStep(e.stderr, s) }),
 	}
 	if transcript != nil {
@@ -261,17 +262,6 @@ func printable(s string) string {
 	}, s)
 }
 
-type stepJSON struct {
-	N         int    `json:"n"`
-	Tool      string `json:"tool"`
-	URL       string `json:"url,omitempty"`
-	Verdict   string `json:"verdict"` // allow or deny
-	Rule      string `json:"rule"`
-	Reason    string `json:"reason"`
-	Layer     string `json:"layer"`
-	Simulated bool   `json:"simulated,omitempty"`
-}
-
 type evidenceJSON struct {
 	URL         string    `json:"url"`
 	RetrievedAt time.Time `json:"retrieved_at"`
@@ -290,7 +280,7 @@ type runJSON struct {
 	Answer    *coordinator.Answer    `json:"answer"`
 	Conflicts []coordinator.Conflict `json:"conflicts,omitempty"`
 	Evidence  []evidenceJSON         `json:"evidence"`
-	Steps     []stepJSON             `json:"steps"`
+	Steps     []web.StepJSON         `json:"steps"`
 	Model     string                 `json:"model"`
 	Simulated bool                   `json:"simulated"`
 	Usage     coordinator.Usage      `json:"usage"`
@@ -300,13 +290,13 @@ func printJSON(w io.Writer, res coordinator.Result) error {
 	out := runJSON{
 		RunID: res.RunID, Status: res.Status, Reason: res.Reason, Note: res.Note, RecordID: res.RecordID, Preset: res.Preset,
 		Answer: res.Answer, Conflicts: res.Conflicts, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
-		Evidence: []evidenceJSON{}, Steps: []stepJSON{},
+		Evidence: []evidenceJSON{}, Steps: []web.StepJSON{},
 	}
 	for _, ev := range res.Evidence {
 		out.Evidence = append(out.Evidence, evidenceJSON(ev))
 	}
 	for _, s := range res.Steps {
-		out.Steps = append(out.Steps, stepJSON{N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict.String(), Rule: s.Rule, Reason: s.Reason, Layer: s.Layer, Simulated: s.Simulated})
+		out.Steps = append(out.Steps, web.NewStepJSON(s))
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -143,7 +143,7 @@ func TestRunPresets(t *testing.T) {
 				if len(b.Opened()) != 0 {
 					t.Errorf("the browser was asked to open %v", b.Opened())
 				}
-				if len(r.Steps) != 1 || !r.Steps[0].Simulated || r.Steps[0].Verdict != "deny" {
+				if len(r.Steps) != 1 || !r.Steps[0].Simulated || r.Steps[0].Verdict != policy.Deny {
 					t.Errorf("steps: %+v", r.Steps)
 				}
 			}

@@ -135,7 +135,7 @@ func serveCmd(e *env, args []string) error {
 		web.WithLauncher(launch),
 		web.WithPrewarm(warm),
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
-		web.WithRecorder(auditRecorder{store}),
+		web.WithRecorder(store),
 		web.WithLedger(store),
 		web.WithVisitLog(store),
 		web.WithRecordedOnly(*recordedOnly || *spend == 0),

@@ -33,7 +33,7 @@ type Browser struct {
 	rt    *bridge.Runtime // the driver, when the Browser started its own (LaunchWith)
 
 	mu      sync.Mutex
-	pending []coordinator.NetDecision
+	pending []policy.Entry
 	dropped int
 }
 
@@ -98,10 +98,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	// request inside an https tunnel as much as a plain one), so it lands in the audit under the
 	// step during which it was sent, even if its response never ends.
 	px, err := proxy.Start(ctx, pol, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) {
-		g.note(coordinator.NetDecision{
-			Method: d.Method, URL: d.Origin + d.Path, Verdict: d.Verdict,
-			Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerProxy,
-		})
+		g.note(d.Entry)
 	})}, popts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
@@ -115,12 +112,9 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 		bridge.WithDecisionHook(func(d bridge.RequestDecision) {
 			// Lets the proxy count a request it denies after the browser layer allowed it.
 			if d.Verdict == policy.Allow {
-				px.NoteBrowserAllowed(d.Method, d.URL)
+				px.NoteBrowserAllowed(d.Method, d.URL())
 			}
-			g.note(coordinator.NetDecision{
-				Method: d.Method, URL: d.URL, Verdict: d.Verdict,
-				Rule: d.Rule, Reason: d.Reason, Layer: coordinator.LayerBrowser,
-			})
+			g.note(d.Entry)
 		}),
 	}
 	s, err := start(ctx, pol, append(bopts, opts...)...)
@@ -132,7 +126,7 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	return g, nil
 }
 
-func (g *Browser) note(d coordinator.NetDecision) {
+func (g *Browser) note(d policy.Entry) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.pending) >= MaxPendingDecisions {
@@ -144,13 +138,13 @@ func (g *Browser) note(d coordinator.NetDecision) {
 
 // TakeDecisions returns the requests decided by the browser layer and the proxy since the last
 // call. It implements coordinator.EgressLog.
-func (g *Browser) TakeDecisions() []coordinator.NetDecision {
+func (g *Browser) TakeDecisions() []policy.Entry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := g.pending
 	if g.dropped > 0 {
-		out = append(out, coordinator.NetDecision{
-			Verdict: policy.Deny, Layer: coordinator.LayerBrowser,
+		out = append(out, policy.Entry{
+			Verdict: policy.Deny, Layer: policy.LayerBrowser,
 			Reason: fmt.Sprintf("%d more request decisions not recorded", g.dropped),
 		})
 	}

@@ -452,25 +452,14 @@ type recorder struct {
 	client string
 }
 
-func (a recorder) run(r coordinator.RunRecord) audit.Run {
-	return audit.Run{
-		ID: r.ID, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, RecordID: r.RecordID, Preset: r.Preset,
-		Model: r.Model, Status: string(r.Status), Reason: r.Reason, StepCount: r.StepCount,
-		Kind: audit.KindMCP, Client: a.client,
-	}
+func (a recorder) BeginRun(ctx context.Context, r audit.Run) (string, error) {
+	r.Kind, r.Client = audit.KindMCP, a.client
+	return a.s.BeginRun(ctx, r)
 }
 
-func (a recorder) BeginRun(ctx context.Context, r coordinator.RunRecord) (string, error) {
-	return a.s.BeginRun(ctx, a.run(r))
-}
+func (a recorder) AddStep(ctx context.Context, s audit.Step) error { return a.s.AddStep(ctx, s) }
 
-func (a recorder) AddStep(ctx context.Context, s coordinator.StepRecord) error {
-	return a.s.AddStep(ctx, audit.Step{
-		RunID: s.RunID, N: s.N, Tool: s.Tool, URL: s.URL, Verdict: s.Verdict, Rule: s.Rule, Reason: s.Reason,
-		Layer: s.Layer, Duration: s.Duration, BytesReturned: s.BytesReturned,
-	})
-}
-
-func (a recorder) FinishRun(ctx context.Context, r coordinator.RunRecord) error {
-	return a.s.FinishRun(ctx, a.run(r))
+func (a recorder) FinishRun(ctx context.Context, r audit.Run) error {
+	r.Kind, r.Client = audit.KindMCP, a.client
+	return a.s.FinishRun(ctx, r)
 }
