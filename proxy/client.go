@@ -20,7 +20,7 @@ func (p *Proxy) Client() *http.Client {
 		panic("proxy: Client needs a proxy made by Start")
 	}
 	p.clientOnce.Do(func() {
-		proxyURL := &url.URL{Scheme: "http", Host: p.Addr(), User: url.UserPassword(p.user, p.pass)}
+		proxyURL := &url.URL{Scheme: "http", Host: p.Addr(), User: url.UserPassword(p.auth.user, p.auth.pass)}
 		p.clientTr = &clientTransport{tr: &http.Transport{
 			Proxy:               http.ProxyURL(proxyURL),
 			ForceAttemptHTTP2:   false,

@@ -50,6 +50,13 @@
 // those (through its Browser interface); internal/guarded, which puts a bridge session behind a
 // proxy; web and internal/mcpserver; internal/cli and the two commands on top.
 //
+// Files by job: proxy.go (Proxy, New, Start, Close, ServeHTTP, the refusal and record helpers),
+// auth.go (the run's credential), forward.go (plain HTTP and the requests inside a tunnel:
+// decide, forward, copy the response), connect.go (CONNECT), mitm.go (the run's authority and
+// the interception), dial.go (resolve, classify, dial the checked address), tunnels.go (open or
+// closed, requests in flight and tunnels under one lock; the upstream slots), budget.go,
+// decision.go, addr.go, options.go, client.go.
+//
 // Key types: Proxy (New, Start; Server, Credentials, ChromiumArgs, CACert, Stats), Decision (one
 // per request or tunnel), Stats, and the options WithDecisionHook, WithUpstreamRoots,
 // WithAllowPrivateNames.

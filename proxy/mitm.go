@@ -257,12 +257,12 @@ func (p *Proxy) intercept(ctx context.Context, conn net.Conn, early []byte, t tu
 // serveTunneled decides one request read inside an intercepted tunnel.
 func (p *Proxy) serveTunneled(w http.ResponseWriter, r *http.Request, t tunnel) {
 	start := time.Now()
-	if !p.enter() {
+	if !p.life.enter() {
 		p.stats.deny(ReasonClosed)
 		writeRefusal(w, http.StatusServiceUnavailable, ReasonClosed, r.Method)
 		return
 	}
-	defer p.inflight.Done()
+	defer p.life.leave()
 	rec := &Decision{Time: start, Entry: policy.Entry{Method: policy.Cut(r.Method, 32), Layer: policy.LayerProxy, Origin: t.origin}}
 	defer p.finish(rec, start)
 	if p.refuseOverBudget(w, r, rec) {

@@ -914,7 +914,7 @@ func basic(user, pass string) string {
 }
 
 func authHeaderFor(user, pass string) string {
-	p := &Proxy{user: user, pass: pass}
+	p := &Proxy{auth: credential{user: user, pass: pass}}
 	return authHeader(p)
 }
 
