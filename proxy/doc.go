@@ -51,9 +51,9 @@
 // proxy; web and internal/mcpserver; internal/cli and the two commands on top.
 //
 // Files by job: proxy.go (Proxy, New, Start, Close, ServeHTTP, the refusal and record helpers),
-// auth.go (the run's credential), forward.go (plain HTTP and the requests inside a tunnel:
-// decide, forward, copy the response), connect.go (CONNECT), mitm.go (the run's authority and
-// the interception), dial.go (resolve, classify, dial the checked address), tunnels.go (open or
+// auth.go (the run's credential), forward.go (deciding and forwarding one request, plain HTTP or
+// read inside a tunnel, and copying its response), connect.go (CONNECT), mitm.go (the run's
+// authority, the interception, serveTunneled), dial.go (resolve, classify, dial the checked address), tunnels.go (open or
 // closed, requests in flight and tunnels under one lock; the upstream slots), budget.go,
 // decision.go, addr.go, options.go, client.go.
 //
