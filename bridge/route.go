@@ -139,16 +139,22 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		loc := resp.Header.Get("Location")
 		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 		resp.Body.Close()
+		// The hop is sent, and recorded, with the method a browser would use: a 303, or a 301/302
+		// after a write, turns into a GET without a body; a 307/308 keeps the method and body.
+		next := method
+		if resp.StatusCode == http.StatusSeeOther || (method != http.MethodGet && method != http.MethodHead &&
+			(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound)) {
+			next = http.MethodGet
+		}
 		n, d, err := walk.Follow(resp.StatusCode, loc)
 		if d != (policy.Decision{}) {
-			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
+			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, next, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
 		}
 		if err != nil {
 			return &fetched{hops: walk.Hops()}, err
 		}
-		if resp.StatusCode == http.StatusSeeOther || (method != http.MethodGet && method != http.MethodHead &&
-			(resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound)) {
-			method, body = http.MethodGet, nil
+		if next != method {
+			method, body = next, nil
 			hdr.Del("Content-Type")
 		}
 	}

@@ -184,6 +184,19 @@ func TestSignInLease(t *testing.T) {
 	if n := s.SignInWrites(); n != 1 {
 		t.Errorf("SignInWrites = %d, want 1", n)
 	}
+	// The 303 after the sign-in POST is followed, and recorded, as a GET.
+	hop := 0
+	for _, d := range s.Decisions() {
+		if d.Hop > 0 && strings.HasSuffix(d.URL(), "/account") {
+			if d.Method != http.MethodGet {
+				t.Errorf("redirect hop to /account recorded as %s, want GET: %+v", d.Method, d)
+			}
+			hop++
+		}
+	}
+	if hop == 0 {
+		t.Errorf("no redirect hop to /account recorded; decisions %+v", s.Decisions())
+	}
 	// The page may write and navigate by itself during the lease: still held to the policy.
 	// (Once the submission's answer has committed: until then the document may still change.)
 	if !testutil.Eventually(10*time.Second, func() bool {
