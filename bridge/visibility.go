@@ -36,11 +36,12 @@ import (
 //
 // Fail closed: a run that no pass decided (still not shown after its pass, in a frame whose
 // owner is drawn transformed, in a frame that changed between passes) is not read, and the
-// read's result says how many were withheld and why. One exception, a known gap: when the pixel
-// phase stops (out of maxPixelTime, as on a page of 50 000 px under load, where each shot beyond
-// the viewport costs a relayout of the whole page), the runs it did not reach are decided by the
-// reader's paint heuristics (paintVisible), as before; withholding them left long pages
-// unreadable. The heuristics also run when the operator turns pixels off (for benchmarks).
+// read's result says how many were withheld and why, also when the phase stops (out of time or
+// on an error) after its first pass. One exception, a known gap: when the phase stops before its
+// first pass has finished (out of maxPixelTime, as on a page of 50 000 px under load, where each
+// shot beyond the viewport costs a relayout of the whole page), the runs it did not reach are
+// decided by the reader's paint heuristics (paintVisible), as before; withholding them left long
+// pages unreadable. The heuristics also run when the operator turns pixels off (for benchmarks).
 // Whatever hides text (colour on a same-colour gradient, text drawn only by a shadow or stroke
 // in the background colour, nested or filtered opacity, clip paths, masks, blend modes, an
 // overlay on top) leaves no drawn pixel.
@@ -138,6 +139,9 @@ type pixelJob struct {
 	shots  int      // screenshots taken
 	passes int
 	view   [4]float64 // the main frame's scroll position and viewport
+	// looked is set once the first pass has finished: every run shown without scrolling has a
+	// pixel verdict, and every other run has been seen to need a reveal.
+	looked bool
 }
 
 // remote says whether frame is drawn by another renderer than the main frame's.
@@ -150,7 +154,12 @@ func (j *pixelJob) inView(b [4]float64) bool {
 
 // verdictsOf returns each frame's verdicts: every frame read gets a list (empty for a frame not
 // laid out), so that the reader never falls back to its paint heuristics.
+//
+// When the phase stopped (stopped), a run it has not decided is withheld if the first pass
+// finished (it was looked at and needed a reveal the phase did not get to), and left to the
+// reader's paint heuristics only if the first pass itself never finished (the known gap below).
 func (j *pixelJob) verdictsOf(stopped bool) map[string][]int {
+	stopped = stopped && !j.looked
 	out := map[string][]int{}
 	for id, f := range j.frames {
 		vs := make([]int, len(f.verdicts))
@@ -567,6 +576,7 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView) (*pixelJob, er
 	if err := j.pass(ctx); err != nil {
 		return j, err
 	}
+	j.looked = true
 	// The window's scroll position as the page had it: the read after the passes must see the
 	// same runs (fixed boxes move with the window).
 	home := j.view[1]
