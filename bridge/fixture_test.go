@@ -273,7 +273,7 @@ func (f *fixture) handler(n *counter, other bool) http.Handler {
 	})
 	mux.HandleFunc("/api/{key}/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-time.After(3 * time.Second):
+		case <-time.After(20 * time.Second):
 		case <-r.Context().Done():
 		}
 		fmt.Fprint(w, "<p>slow</p>")
