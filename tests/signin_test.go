@@ -18,7 +18,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,24 +25,6 @@ import (
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer written by a child process and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
 
 // encodings are the forms a secret is searched in: as is, URL-encoded (query and form), base64
 // (standard and URL alphabets, at the three byte offsets, so that a secret inside a longer
@@ -111,7 +92,7 @@ func serveSignIn(t *testing.T, https bool) {
 	// One live run per hour: the second run plays the recording of the preset.
 	cmd := exec.Command(binary, "serve", "--addr", "127.0.0.1:0", "--policy", pol, "--db", db, "--runs-per-hour", "1")
 	cmd.Env = append(os.Environ(), env...)
-	var stdout, stderr syncBuffer
+	var stdout, stderr testutil.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -174,7 +155,7 @@ func serveSignIn(t *testing.T, https bool) {
 	}
 	runPath := "/api/runs/" + created.ID
 	// The live event stream, read as it comes.
-	var live syncBuffer
+	var live testutil.Buffer
 	streamDone := make(chan struct{})
 	go func() {
 		defer close(streamDone)

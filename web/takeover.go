@@ -173,6 +173,21 @@ func (s *Server) takeoverRun(w http.ResponseWriter, r *http.Request) (*run, stri
 	return run, v, true
 }
 
+// heldRun is takeoverRun for the holder's own calls: it also answers 409 unless the visitor holds
+// the run's lease now, and returns the browser the lease is on.
+func (s *Server) heldRun(w http.ResponseWriter, r *http.Request) (*run, string, TakeoverBrowser, bool) {
+	run, v, ok := s.takeoverRun(w, r)
+	if !ok {
+		return nil, "", nil, false
+	}
+	b, held := run.to.heldBy(v, s.clock())
+	if !held {
+		writeError(w, http.StatusConflict, "you hold no lease on this run", nil)
+		return nil, "", nil, false
+	}
+	return run, v, b, true
+}
+
 // TakeoverStatusJSON is GET /api/runs/{id}/takeover: whether the asking visitor is the one who
 // may take over the run (a page following a link to someone else's run is a spectator), and the
 // run's takeover state.
@@ -229,12 +244,8 @@ func (s *Server) takeoverStart(w http.ResponseWriter, r *http.Request) {
 
 // takeoverRelease is POST /api/runs/{id}/release: the holder hands the browser back.
 func (s *Server) takeoverRelease(w http.ResponseWriter, r *http.Request) {
-	run, v, ok := s.takeoverRun(w, r)
+	run, _, _, ok := s.heldRun(w, r)
 	if !ok {
-		return
-	}
-	if _, held := run.to.heldBy(v, s.clock()); !held {
-		writeError(w, http.StatusConflict, "you hold no lease on this run", nil)
 		return
 	}
 	run.to.mu.Lock()
@@ -256,13 +267,8 @@ type InputRequest struct {
 // takeoverInput is POST /api/runs/{id}/input: the holder's input to the one page; it renews the
 // lease. Only counts are kept.
 func (s *Server) takeoverInput(w http.ResponseWriter, r *http.Request) {
-	run, v, ok := s.takeoverRun(w, r)
+	run, v, b, ok := s.heldRun(w, r)
 	if !ok {
-		return
-	}
-	b, held := run.to.heldBy(v, s.clock())
-	if !held {
-		writeError(w, http.StatusConflict, "you hold no lease on this run", nil)
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
@@ -315,13 +321,8 @@ func (s *Server) takeoverInput(w http.ResponseWriter, r *http.Request) {
 // takeoverFrame is GET /api/runs/{id}/takeover/frame: the page as the holder sees it, sign-in
 // form included. Only the holder gets it; it is never an event, a recording or an audit entry.
 func (s *Server) takeoverFrame(w http.ResponseWriter, r *http.Request) {
-	run, v, ok := s.takeoverRun(w, r)
+	_, _, b, ok := s.heldRun(w, r)
 	if !ok {
-		return
-	}
-	b, held := run.to.heldBy(v, s.clock())
-	if !held {
-		writeError(w, http.StatusConflict, "you hold no lease on this run", nil)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), frameTimeout)
