@@ -7,9 +7,9 @@
 // coordinator drives it through coordinator.Browser, and internal/guarded puts each Session behind
 // the run's egress proxy. A page's text is read only where rendering proves it visible
 // (visibility.go: every frame, scroll container and the page's whole length, by pixels); what
-// cannot be proven is withheld, not judged by style checks, and Page.Withheld counts it (one
-// known gap: when the pixel phase runs out of time before its first pass finishes, the runs it
-// did not reach are judged by style checks; see visibility.go).
+// cannot be proven is withheld, never judged by style checks, and Page.Withheld counts it. A
+// pixel phase out of time leaves what it did not reach to the next Read, Links or Fields of the
+// same page, which goes on from there (visState): a long page's text grows as it is proven.
 //
 // Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
 // those (through its Browser interface); internal/guarded, which puts a bridge session behind a

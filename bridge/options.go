@@ -49,6 +49,9 @@ type config struct {
 	settle     time.Duration
 	pixels     bool          // decide visibility by rendering (visibility.go)
 	pixelTime  time.Duration // bounds the pixel phase (maxPixelTime; tests shorten it)
+	// phaseGroups, when above 0, stops each pixel phase after that many groups of bands, as
+	// one out of time stops (tests).
+	phaseGroups int
 }
 
 func defaultConfig() config {

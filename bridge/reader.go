@@ -520,6 +520,9 @@ type snapshot struct {
 	// (unproven says why), as opposed to runs proven hidden.
 	withheld int
 	unproven string
+	// vis is what the pixel phases decided of the page so far; vis.done when its text is whole.
+	vis     *visState
+	decided int // runs the pixel phase decided
 }
 
 type rawRead struct {
@@ -544,7 +547,10 @@ type rawRead struct {
 // the reader's check in the same evaluation as each frame's read, and both again in every frame
 // after it. When any of them finds a credential field, snapshot returns why and no snapshot:
 // nothing read reaches the caller.
-func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, string, error) {
+//
+// With pixels on, prev is what earlier reads of the page decided (nil for the first): the read
+// goes on from there, and its text holds only the runs it proved visible (visibility.go).
+func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (*snapshot, string, error) {
 	v, err := s.view(ctx, nil)
 	defer func() { v.close() }()
 	if err != nil {
@@ -567,6 +573,8 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 	// Visibility by rendering (visibility.go), for every frame: the page stays frozen from the
 	// layout to the end of the reads, so that the reads walk the runs the shots judged.
 	var verdicts map[string][]int
+	vis := &visState{done: true}
+	decided := 0
 	if s.cfg.pixels {
 		if err := freeze(ctx, v, "frozen"); err != nil {
 			return nil, "", err
@@ -576,13 +584,19 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 				thaw(ctx, v)
 			}
 		}()
-		pctx, cancel := context.WithTimeout(ctx, min(time.Until(deadlineOf(ctx))/2, s.cfg.pixelTime))
-		job, err := s.pixelVerdicts(pctx, v)
+		start := time.Now()
+		budget := min(time.Until(deadlineOf(ctx))/2, s.cfg.pixelTime)
+		pctx, cancel := context.WithTimeout(ctx, budget)
+		job, err := s.pixelVerdicts(pctx, v, prev)
 		cancel()
-		if err != nil {
-			s.cfg.logf("bridge: visibility by rendering stopped: %v (the runs not reached are decided by styles)", err)
-		}
-		verdicts = job.verdictsOf(err != nil)
+		// The phase ran its course (what is pending cannot be shown), or had at least half its
+		// time and decided nothing (this machine cannot shoot one group of bands in it): what is
+		// pending is withheld. Otherwise the next read goes on.
+		final := err == nil || (job.decided == 0 && ctx.Err() == nil && budget >= s.cfg.pixelTime/2)
+		verdicts, vis = job.verdictsOf(final)
+		decided = job.decided
+		s.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %d runs decided, %d pending, %s%s",
+			len(job.frames), job.passes, job.shots, job.decided, job.undecided(), time.Since(start).Round(time.Millisecond), stopNote(err, final))
 	}
 	var read func(frame string, depth int) error
 	read = func(frame string, depth int) error {
@@ -645,12 +659,12 @@ func (s *Session) snapshot(ctx context.Context, opened string) (*snapshot, strin
 	if !sameOrigin(after.mainURL, opened) {
 		return nil, "", ErrPageChanged
 	}
-	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading}
+	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading, vis: vis, decided: decided}
 	for _, rr := range reads {
 		snap.withheld += rr.Withheld
 	}
 	if snap.withheld > 0 {
-		snap.unproven = "not shown by rendering: still hidden after scrolling, in a frame drawn transformed, or past the bound of scroll passes"
+		snap.unproven = "not shown by rendering: still hidden after scrolling, in a frame drawn transformed, past the bound of scroll passes, or not shot in the time a read has"
 	}
 	var links []rawLink
 	snap.text = s.assemble(mainID, reads, &links, &snap.fields, 0)

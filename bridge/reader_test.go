@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -177,5 +178,85 @@ func TestLinksAndFields(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// withPhaseGroups stops every pixel phase after n groups of bands, as a phase out of time stops.
+func withPhaseGroups(n int) Option { return func(c *config) { c.phaseGroups = n } }
+
+// TestReaderGoesOn reads a long page whose pixel phases stop early (after one group of bands
+// each, as a phase out of time on a busy machine stops): the runs a phase did not reach are left
+// to the next read, never judged by styles. Open gives the top of the page and says more follows;
+// the reads join to every visible line once, in order; text hidden at the bottom by an overlay
+// (which style checks read) and by a same-colour gradient stays hidden; the fields at the bottom
+// are found; nothing is withheld.
+func TestReaderGoesOn(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, withPhaseGroups(1), WithChunkSize(2048))
+	var b strings.Builder
+	const lines = 900
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&b, "<p>line-%05d shown</p>\n", i)
+	}
+	b.WriteString(strings.ReplaceAll(overlay, "{M}", "{M}-overlay"))
+	b.WriteString(strings.ReplaceAll(gradient, "{M}", "{M}-gradient"))
+	b.WriteString(`<dl><dt>Bottom label</dt><dd>bottom value</dd></dl><p>last line</p>`)
+	marker := visMarker(1, false)
+	p, err := s.Open(ctxT(t), visURL(b.String(), marker))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if st := s.pages.get(); !p.More || strings.Contains(st.text, "line-00500") || st.whole() {
+		t.Fatalf("Open: got More %v and %d bytes read, want only the top of the page read", p.More, len(st.text))
+	}
+	text := readAll(t, s)
+	if !strings.HasPrefix(text, p.Text) {
+		t.Errorf("Open's Text is not the first chunk of Read's")
+	}
+	got := regexp.MustCompile(`line-\d{5}`).FindAllString(text, -1)
+	if len(got) != lines {
+		t.Errorf("got %d lines, want %d", len(got), lines)
+	}
+	for i, l := range got {
+		if want := fmt.Sprintf("line-%05d", i+1); l != want {
+			t.Errorf("line %d: got %s, want %s", i+1, l, want)
+			break
+		}
+	}
+	if strings.Contains(text, marker) {
+		t.Errorf("hidden text at the bottom was read: %q", text[strings.Index(text, marker):][:40])
+	}
+	if !strings.Contains(text, "last line") {
+		t.Errorf("the last line is missing")
+	}
+	fields, err := s.Fields(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !containsField(fields, Field{"Bottom label", "bottom value"}) {
+		t.Errorf("Fields: got %+v, want the pair at the bottom", fields)
+	}
+	c, err := s.Read(ctxT(t), len(text))
+	if err != nil || c.More || c.Withheld != 0 {
+		t.Errorf("Read at the end: More %v Withheld %d (%s), err %v; want the whole page read, nothing withheld", c.More, c.Withheld, c.Unproven, err)
+	}
+}
+
+// TestReaderOutOfTime gives the pixel phase no time at all: what it could not decide is withheld
+// and said to be, never judged by styles (which read text under an overlay).
+func TestReaderOutOfTime(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, func(c *config) { c.pixelTime = time.Nanosecond })
+	marker := visMarker(2, false)
+	p, err := s.Open(ctxT(t), visURL(`<p>shown line</p>`+overlay, marker))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	text := readAll(t, s)
+	if strings.Contains(text, marker) || strings.Contains(text, "shown line") {
+		t.Errorf("read without proof of visibility: %q", text)
+	}
+	if p.More || p.Withheld < 2 || p.WithheldNote() == "" {
+		t.Errorf("Open: More %v Withheld %d note %q; want the page's runs withheld and said so", p.More, p.Withheld, p.WithheldNote())
 	}
 }

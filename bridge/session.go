@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"os"
@@ -105,7 +106,11 @@ type pageState struct {
 	fields    []Field
 	unread    int    // text runs not proven visible (snapshot.withheld)
 	unproven  string // why
+	vis       *visState
 }
+
+// whole reports whether the page's text is complete: no run is left for a later read.
+func (st *pageState) whole() bool { return st.vis == nil || st.vis.done }
 
 // Launch starts a driver and one guarded Chromium for pol. Close stops both. To launch many
 // sessions, start one Runtime with NewRuntime and call its Launch.
@@ -440,27 +445,55 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if !sameOrigin(s.page.URL(), f.url) {
 		return page, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), ErrPageChanged)
 	}
-	snap, cred, err := s.snapshot(ctx, f.url)
-	if err != nil {
+	s.pages.set(st)
+	// The first chunk: go on while the page's text so far is empty and more can be proven
+	// visible (a read that ran out of time decided only hidden runs).
+	if err := s.readOn(ctx, st, 0); err != nil {
+		if errors.Is(err, ErrCredentialRequired) {
+			return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), err)
+		}
 		return page, fmt.Errorf("open %s: read: %w", policy.CleanURL(f.url), err)
 	}
-	if cred != "" {
-		st.withheld = true
-		s.pages.set(st)
-		s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(f.url), cred)
-		return Page{URL: f.url, Status: f.status}, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), ErrCredentialRequired)
-	}
-	st.title, st.heading, st.text, st.links, st.fields = snap.title, snap.heading, snap.text, snap.links, snap.fields
-	st.unread, st.unproven = snap.withheld, snap.unproven
-	s.pages.set(st)
-	c := chunkOf(st.text, 0, s.cfg.chunkSize)
+	c := s.chunk(st, 0)
 	page.Title, page.Heading = st.title, st.heading
-	page.Withheld, page.Unproven = st.unread, st.unproven
-	if st.unread > 0 {
-		s.cfg.logf("bridge: %s: %d text runs withheld: %s", policy.CleanURL(f.url), st.unread, st.unproven)
-	}
+	page.Withheld, page.Unproven = c.Withheld, c.Unproven
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
+}
+
+// readOn reads more of st's page until its text goes past offset or is whole. Each read goes on
+// where the last one stopped (visibility.go): it decides runs, withholds what is left, or ran out
+// of time having decided nothing, and then readOn returns what there is (More stays set, and the
+// next call goes on).
+func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
+	for st.vis == nil || (offset >= len(st.text) && !st.whole()) {
+		snap, cred, err := s.snapshot(ctx, st.url, st.vis)
+		if err != nil {
+			return err
+		}
+		if cred != "" {
+			s.pages.withhold(st)
+			s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(st.url), cred)
+			return ErrCredentialRequired
+		}
+		s.pages.add(st, snap, s.cfg.textCap)
+		if snap.withheld > 0 {
+			s.cfg.logf("bridge: %s: %d text runs withheld: %s", policy.CleanURL(st.url), snap.withheld, snap.unproven)
+		}
+		if !st.whole() && snap.decided == 0 {
+			return nil // out of time: the next call goes on
+		}
+	}
+	return nil
+}
+
+// chunk is the window of st's text at offset, with what the reads withheld so far. More is set
+// while text follows or runs are left for a later read.
+func (s *Session) chunk(st *pageState, offset int) Chunk {
+	c := chunkOf(st.text, offset, s.cfg.chunkSize)
+	c.More = c.More || !st.whole()
+	c.Withheld, c.Unproven = st.unread, st.unproven
+	return c
 }
 
 // current returns the open page after checking, again, that it holds no credential field (fields
@@ -532,11 +565,14 @@ func (s *Session) withPage(ctx context.Context, op string, f func(ctx context.Co
 // Read returns the chunk of the page's visible text that starts at offset (a byte offset, as
 // returned in Next).
 func (s *Session) Read(ctx context.Context, offset int) (c Chunk, err error) {
-	err = s.withPage(ctx, "read", func(_ context.Context, st *pageState) error {
+	err = s.withPage(ctx, "read", func(ctx context.Context, st *pageState) error {
 		if offset < 0 || offset > len(st.text) {
 			return fmt.Errorf("read: offset %d outside the page's %d bytes of text", offset, len(st.text))
 		}
-		c = chunkOf(st.text, offset, s.cfg.chunkSize)
+		if err := s.readOn(ctx, st, offset); err != nil {
+			return err
+		}
+		c = s.chunk(st, offset)
 		return nil
 	})
 	return c, err
@@ -544,7 +580,10 @@ func (s *Session) Read(ctx context.Context, offset int) (c Chunk, err error) {
 
 // Links returns the visible links of the page, resolved and decided by the policy.
 func (s *Session) Links(ctx context.Context) (links []Link, err error) {
-	err = s.withPage(ctx, "links", func(_ context.Context, st *pageState) error {
+	err = s.withPage(ctx, "links", func(ctx context.Context, st *pageState) error {
+		if err := s.readOn(ctx, st, math.MaxInt); err != nil {
+			return err
+		}
 		links = append([]Link(nil), st.links...)
 		return nil
 	})
@@ -554,7 +593,10 @@ func (s *Session) Links(ctx context.Context) (links []Link, err error) {
 // Fields returns the visible labelled values of the page (dl/dt/dd, table headers and cells,
 // label and value). Form fields are never read.
 func (s *Session) Fields(ctx context.Context) (fields []Field, err error) {
-	err = s.withPage(ctx, "fields", func(_ context.Context, st *pageState) error {
+	err = s.withPage(ctx, "fields", func(ctx context.Context, st *pageState) error {
+		if err := s.readOn(ctx, st, math.MaxInt); err != nil {
+			return err
+		}
 		fields = append([]Field(nil), st.fields...)
 		return nil
 	})

@@ -83,6 +83,39 @@ func (c *pageCache) withhold(st *pageState) {
 	st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
 }
 
+// add appends what a read of st's page proved visible: the text after what earlier reads gave
+// (offsets already given stay valid), and the links, fields and headings of the page as far as
+// it has been read (each read sees every run proven visible so far).
+func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.withheld {
+		return
+	}
+	switch {
+	case st.text == "":
+		st.text = snap.text
+	case snap.text != "":
+		st.text = capText(st.text+"\n\n"+snap.text, textCap)
+	}
+	st.title = firstNonEmpty(st.title, snap.title)
+	st.heading = firstNonEmpty(st.heading, snap.heading)
+	if snap.links != nil || st.links == nil {
+		st.links = snap.links
+	}
+	if snap.fields != nil || st.fields == nil {
+		st.fields = snap.fields
+	}
+	st.unread += snap.withheld
+	if snap.unproven != "" {
+		st.unproven = snap.unproven
+	}
+	st.vis = snap.vis
+	if len(st.text) >= textCap {
+		st.vis = &visState{done: true} // the cap is reached: nothing more is read
+	}
+}
+
 // maxDecisions bounds the session's in-memory decision log.
 const maxDecisions = 4096
 

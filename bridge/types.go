@@ -27,11 +27,13 @@ type Page struct {
 }
 
 // WithheldNote is the sentence a tool result carries about withheld text, or "".
-func (p Page) WithheldNote() string {
-	if p.Withheld == 0 {
+func (p Page) WithheldNote() string { return withheldNote(p.Withheld, p.Unproven) }
+
+func withheldNote(n int, why string) string {
+	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d passage(s) of this page were not read: their visibility could not be proven by rendering (%s); they are treated as not visible", p.Withheld, p.Unproven)
+	return fmt.Sprintf("%d passage(s) of this page were not read: their visibility could not be proven by rendering (%s); they are treated as not visible", n, why)
 }
 
 // Hop is one redirect hop and the decision taken on it.
@@ -47,8 +49,14 @@ type Chunk struct {
 	Text   string
 	Offset int
 	Next   int
-	More   bool
+	More   bool // more visible text follows, or is still to be proven visible by the next Read
+	// Withheld and Unproven are the page's, as in Page, as far as it has been read.
+	Withheld int
+	Unproven string
 }
+
+// WithheldNote is the sentence a tool result carries about withheld text, or "".
+func (c Chunk) WithheldNote() string { return withheldNote(c.Withheld, c.Unproven) }
 
 // Link is an anchor on the current page, resolved and decided.
 type Link struct {

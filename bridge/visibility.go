@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -34,14 +36,16 @@ import (
 // coordinates beyond the viewport (captureBeyondViewport), however long the page, in bands of
 // at most maxBandH px. Scroll positions the passes changed are left as they are.
 //
-// Fail closed: a run that no pass decided (still not shown after its pass, in a frame whose
-// owner is drawn transformed, in a frame that changed between passes) is not read, and the
-// read's result says how many were withheld and why, also when the phase stops (out of time or
-// on an error) after its first pass. One exception, a known gap: when the phase stops before its
-// first pass has finished (out of maxPixelTime, as on a page of 50 000 px under load, where each
-// shot beyond the viewport costs a relayout of the whole page), the runs it did not reach are
-// decided by the reader's paint heuristics (paintVisible), as before; withholding them left long
-// pages unreadable. The heuristics also run when the operator turns pixels off (for benchmarks).
+// Fail closed, and go on later rather than guess: the first pass shoots the page top down, a
+// group of bands at a time, and decides each run once the bands holding it are shot. A phase
+// that stops (out of maxPixelTime, or on an error) keeps what it decided; the runs it did not
+// reach are neither read nor judged by styles, but left for the next read of the same page
+// (visState): Read, Links and Fields go on where the last phase stopped, and a page's text grows
+// chunk by chunk as its runs are proven visible. A run that no pass can decide (still not shown
+// after the reveal passes, in a frame whose owner is drawn transformed, or when a whole phase
+// decided nothing: a machine too slow to shoot even one band) is withheld, and the results say
+// how many runs were withheld and why. The reader's style heuristics (paintVisible) run only when
+// the operator turns pixels off (for benchmarks).
 // Whatever hides text (colour on a same-colour gradient, text drawn only by a shadow or stroke
 // in the background colour, nested or filtered opacity, clip paths, masks, blend modes, an
 // overlay on top) leaves no drawn pixel.
@@ -93,16 +97,31 @@ func shoot(ctx context.Context, t *target, x, y, w, h float64) (image.Image, err
 	return img, nil
 }
 
-// run verdicts passed to the reader.
+// run verdicts passed to the reader, one per run of a frame.
 const (
-	runHidden    = 0
-	runVisible   = 1
-	runUndecided = 2 // not proven visible: withheld
-	// runByStyle: not reached before the pixel phase stopped (out of time on a long page): the
-	// reader's paint heuristics decide. KNOWN GAP (issue 12): a page slow enough to render
-	// chooses the weaker check for the runs the phase did not reach.
-	runByStyle = 3
+	runHidden   = 0
+	runVisible  = 1 // proven visible by this read's phase: its text is read now
+	runWithheld = 2 // not proven visible and never will be: not read, counted
+	runLater    = 4 // not decided yet: not read, not counted; a later read decides it
+	runServed   = 5 // visible, its text given by an earlier read: links, fields and the heading use it
 )
+
+// What the phases of one page have decided of a run, kept between reads (visState).
+const (
+	stHidden uint8 = iota
+	stVisible
+	stWithheld
+	stPending
+)
+
+// visState is what the pixel phases of one page decided so far, per frame and run. A read goes
+// on from it: runs decided before keep their verdict, and only the pending ones are shot. A frame
+// whose runs are not the ones decided before (its number of runs changed) starts again.
+type visState struct {
+	runs map[string][]uint8
+	// done: nothing is pending (or pixels are off): the page's text is complete.
+	done bool
+}
 
 // layoutRead is the reader's answer in layout mode.
 type layoutRead struct {
@@ -126,22 +145,25 @@ type frameRuns struct {
 	boxes    [][][4]float64 // per run, where it is shown now (main page coordinates), or nil
 	verdicts []int
 	pending  []bool // runs not decided yet
+	old      []bool // runs decided by an earlier read (visState)
 	tried    map[int]bool
 	children []string
 }
 
 // pixelJob is the pixel phase of one read: every frame laid out, shot together.
 type pixelJob struct {
-	s      *Session
-	v      *pageView
-	frames map[string]*frameRuns
-	order  []string // frames laid out, parents first
-	shots  int      // screenshots taken
-	passes int
-	view   [4]float64 // the main frame's scroll position and viewport
-	// looked is set once the first pass has finished: every run shown without scrolling has a
-	// pixel verdict, and every other run has been seen to need a reveal.
-	looked bool
+	s       *Session
+	v       *pageView
+	frames  map[string]*frameRuns
+	order   []string // frames laid out, parents first
+	shots   int      // screenshots taken
+	passes  int
+	view    [4]float64 // the main frame's scroll position and viewport
+	prev    *visState  // what earlier reads of the page decided, or nil
+	decided int        // runs this phase decided by pixels
+	groups  int        // groups of bands shot
+	// across: the first pass reached the end of the page (and maybe some reveal passes ran).
+	across bool
 }
 
 // remote says whether frame is drawn by another renderer than the main frame's.
@@ -152,29 +174,71 @@ func (j *pixelJob) inView(b [4]float64) bool {
 	return b[0] >= j.view[0] && b[1] >= j.view[1] && b[0]+b[2] <= j.view[0]+j.view[2] && b[1]+b[3] <= j.view[1]+j.view[3]
 }
 
-// verdictsOf returns each frame's verdicts: every frame read gets a list (empty for a frame not
-// laid out), so that the reader never falls back to its paint heuristics.
-//
-// When the phase stopped (stopped), a run it has not decided is withheld if the first pass
-// finished (it was looked at and needed a reveal the phase did not get to), and left to the
-// reader's paint heuristics only if the first pass itself never finished (the known gap below).
-func (j *pixelJob) verdictsOf(stopped bool) map[string][]int {
-	stopped = stopped && !j.looked
+// verdictsOf returns each frame's verdicts for the reader and the page's state after this
+// phase. Every frame laid out gets a list. A run still pending is left for a later read
+// (runLater), unless final: then it is withheld (the phase ran its course, or decided nothing).
+func (j *pixelJob) verdictsOf(final bool) (map[string][]int, *visState) {
 	out := map[string][]int{}
+	next := &visState{runs: map[string][]uint8{}, done: true}
+	if j.prev != nil {
+		for id, rs := range j.prev.runs {
+			next.runs[id] = rs
+			if j.frames[id] == nil && slices.Contains(rs, stPending) {
+				next.done = false
+			}
+		}
+	}
 	for id, f := range j.frames {
 		vs := make([]int, len(f.verdicts))
+		st := make([]uint8, len(f.verdicts))
 		for i, x := range f.verdicts {
-			if f.pending[i] {
-				x = runUndecided
-				if stopped {
-					x = runByStyle
+			switch {
+			case f.old[i]:
+				st[i] = j.prev.runs[id][i]
+				if st[i] == stVisible {
+					x = runServed
+				} else {
+					x = runHidden
 				}
+			case !f.pending[i] && x == runVisible:
+				st[i] = stVisible
+			case !f.pending[i]:
+				st[i], x = stHidden, runHidden
+			case final:
+				st[i], x = stWithheld, runWithheld
+			default:
+				st[i], x = stPending, runLater
+				next.done = false
 			}
 			vs[i] = x
 		}
-		out[id] = vs
+		out[id], next.runs[id] = vs, st
 	}
-	return out
+	return out, next
+}
+
+// undecided counts the runs no pass decided.
+func (j *pixelJob) undecided() int {
+	n := 0
+	for _, f := range j.frames {
+		for _, p := range f.pending {
+			if p {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// stopNote says why the pixel phase stopped early, for the operator's log.
+func stopNote(err error, final bool) string {
+	switch {
+	case err == nil:
+		return ""
+	case final:
+		return fmt.Sprintf("; stopped, nothing decided: %v (the runs not decided are withheld)", err)
+	}
+	return fmt.Sprintf("; stopped: %v (the next read of the page goes on)", err)
 }
 
 // layout lays out one frame at off (its origin in main page coordinates) and, recursively, its
@@ -194,12 +258,25 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 	}
 	f := j.frames[frame]
 	if f == nil {
-		f = &frameRuns{id: frame, verdicts: make([]int, len(l.Runs)), pending: make([]bool, len(l.Runs)), tried: map[int]bool{}}
+		n := len(l.Runs)
+		f = &frameRuns{id: frame, verdicts: make([]int, n), pending: make([]bool, n), old: make([]bool, n), tried: map[int]bool{}}
+		var prev []uint8
+		if j.prev != nil && len(j.prev.runs[frame]) == n {
+			prev = j.prev.runs[frame]
+		} else if j.prev != nil && j.prev.runs[frame] != nil {
+			j.s.cfg.logf("bridge: frame %s has %d runs, %d when last read: read again whole", frame, n, len(j.prev.runs[frame]))
+		}
 		for i, raw := range l.Runs {
-			if string(raw) == "0" {
+			switch {
+			case prev != nil && prev[i] != stPending:
+				f.old[i], f.verdicts[i] = true, runHidden
+				if prev[i] == stVisible {
+					f.verdicts[i] = runVisible
+				}
+			case string(raw) == "0":
 				f.verdicts[i] = runHidden
-			} else {
-				f.verdicts[i], f.pending[i] = runUndecided, true
+			default:
+				f.verdicts[i], f.pending[i] = runWithheld, true
 			}
 		}
 		j.frames[frame] = f
@@ -337,7 +414,61 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		rb.box[2] = min(rb.box[2], sliceW)
 		slices[i] = rb
 	}
-	bands := bandsOf(slices)
+	bands, in := bandsOf(slices)
+	// The band after which each run can be decided: the last one holding a slice of it.
+	last := map[runKey]int{}
+	for i, rb := range slices {
+		k := runKey{rb.f, rb.run}
+		last[k] = max(last[k], in[i])
+	}
+	counts := map[runKey]*tally{}
+	// Top down, a group of bands at a time: what a phase stopped by its deadline decided stays
+	// decided, and the next read of the page goes on from there.
+	for g0 := 0; g0 < len(bands); {
+		g1, h := g0, 0.0
+		for g1 < len(bands) && (g1 == g0 || h+bands[g1].y1-bands[g1].y0 <= maxGroupH) {
+			h += bands[g1].y1 - bands[g1].y0
+			g1++
+		}
+		if err := j.shootGroup(ctx, bands[g0:g1], all, counts); err != nil {
+			return err
+		}
+		j.groups++
+		for _, rb := range judge {
+			k := runKey{rb.f, rb.run}
+			if !rb.f.pending[rb.run] || last[k] >= g1 {
+				continue
+			}
+			rb.f.pending[rb.run] = false
+			j.decided++
+			if tl := counts[k]; tl != nil && tl.drawn >= minPixels && tl.tallest >= minRunHeight {
+				rb.f.verdicts[rb.run] = runVisible
+			} else {
+				rb.f.verdicts[rb.run] = runHidden
+			}
+		}
+		g0 = g1
+		if n := j.s.cfg.phaseGroups; n > 0 && j.groups >= n && g0 < len(bands) {
+			return errPhaseLimit
+		}
+	}
+	return nil
+}
+
+// errPhaseLimit stops a phase after the groups the configuration allows (tests).
+var errPhaseLimit = errors.New("pixel phase: group limit")
+
+// maxGroupH bounds, in CSS px, the bands shot between two paint changes: the unit of progress of
+// a phase that runs out of time.
+const maxGroupH = 2 * maxBandH
+
+// shootGroup shoots bands four times, in this order: as the page is (A), with all text paint
+// off (B), with only the paint of text that is not a run off (C), and as the page is again (A2);
+// then counts each pending run's drawn pixels. The order makes a paint that reaches the surface
+// late (an out-of-process frame's, on a busy machine) err towards hidden: a late B equals A (no
+// pixel drawn by text), a late C still has no text where A has the run (every such pixel counts
+// as another text's), and a late A2 only leaves pixels unstable.
+func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, counts map[runKey]*tally) error {
 	t := j.v.owner[j.v.mainID]
 	shootAll := func() ([]image.Image, error) {
 		out := make([]image.Image, len(bands))
@@ -355,41 +486,29 @@ func (j *pixelJob) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := j.paint(ctx, "foreign"); err != nil {
-		j.paint(ctx, "on")
+	var b, c []image.Image
+	err = j.paint(ctx, "off")
+	if err == nil {
+		b, err = shootAll()
+	}
+	if err == nil {
+		err = j.paint(ctx, "foreign")
+	}
+	if err == nil {
+		c, err = shootAll()
+	}
+	if perr := j.paint(ctx, "on"); err == nil {
+		err = perr
+	}
+	if err != nil {
 		return err
-	}
-	c, errC := shootAll()
-	var b []image.Image
-	errB := errC
-	if errC == nil {
-		if errB = j.paint(ctx, "off"); errB == nil {
-			b, errB = shootAll()
-		}
-	}
-	if err := j.paint(ctx, "on"); err != nil {
-		return err
-	}
-	if errB != nil {
-		return errB
 	}
 	a2, err := shootAll()
 	if err != nil {
 		return err
 	}
-	counts := map[runKey]*tally{}
 	for i, bd := range bands {
 		countBand(bd, all, a[i], b[i], c[i], a2[i], counts)
-	}
-	// Every pending run that had boxes in this pass is decided now.
-	for _, rb := range judge {
-		rb.f.pending[rb.run] = false
-		tl := counts[runKey{rb.f, rb.run}]
-		if tl != nil && tl.drawn >= minPixels && tl.tallest >= minRunHeight {
-			rb.f.verdicts[rb.run] = runVisible
-		} else {
-			rb.f.verdicts[rb.run] = runHidden
-		}
 	}
 	return nil
 }
@@ -420,11 +539,12 @@ const sliceW = 48
 
 // bandsOf returns rectangles of the page that hold the boxes to judge: boxes sorted by top,
 // merged while the band stays within maxBandH (a box taller than that is a band of its own),
-// each band as wide as its boxes.
-func bandsOf(judge []runBox) []band {
-	sort.Slice(judge, func(i, k int) bool { return judge[i].box[1] < judge[k].box[1] })
+// each band as wide as its boxes; and, for each box of judge (sorted in place), its band.
+func bandsOf(judge []runBox) ([]band, []int) {
+	sort.SliceStable(judge, func(i, k int) bool { return judge[i].box[1] < judge[k].box[1] })
 	var out []band
-	for _, rb := range judge {
+	in := make([]int, len(judge))
+	for i, rb := range judge {
 		r := rb.box
 		x0, y0 := math.Max(0, math.Floor(r[0])-2), math.Max(0, math.Floor(r[1])-2)
 		x1, y1 := math.Ceil(r[0]+r[2])+2, math.Ceil(r[1]+r[3])+2
@@ -432,11 +552,13 @@ func bandsOf(judge []runBox) []band {
 			(math.Max(out[n-1].y1, y1)-out[n-1].y0)*(math.Max(out[n-1].x1, x1)-math.Min(out[n-1].x0, x0)) <= maxBandArea {
 			b := &out[n-1]
 			b.x0, b.x1, b.y1 = math.Min(b.x0, x0), math.Max(b.x1, x1), math.Max(b.y1, y1)
+			in[i] = n - 1
 			continue
 		}
 		out = append(out, band{x0, y0, x1, y1})
+		in[i] = len(out) - 1
 	}
-	return out
+	return out, in
 }
 
 // countBand adds, for every pending run with a box in the band, the pixels it alone covers that
@@ -568,15 +690,15 @@ func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
 // scroll scroll containers and child frames to show the runs not shown yet, a pass each, until
 // every run is decided, maxReveals passes were made or ctx ends. It returns the verdicts it has
 // (runs not decided are withheld) and the error that stopped it, if any.
-func (s *Session) pixelVerdicts(ctx context.Context, v *pageView) (*pixelJob, error) {
-	j := &pixelJob{s: s, v: v, frames: map[string]*frameRuns{}}
+func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState) (*pixelJob, error) {
+	j := &pixelJob{s: s, v: v, frames: map[string]*frameRuns{}, prev: prev}
 	if err := j.layout(ctx, v.mainID, [2]float64{}, 0); err != nil {
 		return j, err
 	}
 	if err := j.pass(ctx); err != nil {
 		return j, err
 	}
-	j.looked = true
+	j.across = true
 	// The window's scroll position as the page had it: the read after the passes must see the
 	// same runs (fixed boxes move with the window).
 	home := j.view[1]

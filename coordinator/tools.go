@@ -662,7 +662,7 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	return outcome{
 		step: Step{Tool: ToolReadPage, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
 		content: encodeResult(envelope{Tool: ToolReadPage, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
-			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More}}),
+			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More}, Withheld: ch.WithheldNote()}),
 	}
 }
 

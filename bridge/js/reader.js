@@ -359,10 +359,12 @@ function (opts, ...handles) {
   // Runs: every text node that passes the structural checks below gets an ordinal, in walk order.
   // In "layout" mode the reader returns each run's boxes in page coordinates; the bridge shoots
   // the page with and without text paint and passes back, in "read" mode, a verdict per run
-  // (opts.verdicts: 0 hidden, 1 visible, 2 not decided by pixels). A run the pixels did not decide
-  // (scrolled away inside a scroll container, outside the shot) falls back to the paint heuristics
-  // (contrast against the nearest background colour, alpha).
+  // (opts.verdicts: 0 hidden, 1 visible, 2 withheld: not proven visible, 4 not decided yet, 5
+  // visible and read by an earlier read: its text is not given again, but links, fields and the
+  // heading use it). Without verdicts (pixels turned off) the paint heuristics decide (contrast
+  // against the nearest background colour, alpha).
   const runs = [];
+  const runOf = new Map();
   let nRuns = 0, withheld = 0, revealNode = null;
   const docW = Math.max(root.scrollWidth, vw);
   const docH = Math.max(root.scrollHeight, doc.body ? doc.body.scrollHeight : 0);
@@ -437,6 +439,7 @@ function (opts, ...handles) {
     const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
     if (!rects.length) return false;
     const i = nRuns++;
+    runOf.set(t, i);
     if (opts.mode === 'layout') {
       // null: not shown now (a scroll container or the frame must be scrolled first, see
       // reveal); 0: beyond what scrolling the page shows; else its boxes, in the frame's page
@@ -454,10 +457,12 @@ function (opts, ...handles) {
       if (i === opts.reveal) revealNode = t;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
     }
-    if (!opts.verdicts || opts.verdicts[i] === 3) return paintVisible(s, p);
-    // With verdicts, a run the pixels did not prove visible is not read (withheld and counted).
-    if (opts.verdicts[i] === 1) return true;
-    if (opts.verdicts[i] !== 0) withheld++;
+    if (!opts.verdicts) return paintVisible(s, p);
+    // With verdicts, a run the pixels did not prove visible is not read; withheld ones (and any
+    // run of a frame the pixels did not lay out) are counted.
+    const vd = opts.verdicts[i];
+    if (vd === 1 || vd === 5) return true;
+    if (vd !== 0 && vd !== 4) withheld++;
     return false;
   };
   // paintVisible is the fallback for runs the pixels did not decide. It errs towards hidden: text
@@ -491,8 +496,12 @@ function (opts, ...handles) {
       }
       if (!textVisible(node)) return;
       const ws = p ? cs(p).whiteSpace : 'normal';
-      let t = node.data;
+      // The private-use marks below are the reader's own: page text cannot carry them.
+      let t = node.data.replace(/[\uE000-\uE003]/g, '');
       if (!ws.startsWith('pre') && ws !== 'break-spaces') t = t.replace(/\s+/g, ' ');
+      // A run read by an earlier read is marked: the page's text drops it, a link's or the
+      // heading's text keeps it.
+      if (opts.verdicts && opts.verdicts[runOf.get(node)] === 5) t = '\uE002' + t + '\uE003';
       st.emit(out, t);
       return;
     }
@@ -540,11 +549,11 @@ function (opts, ...handles) {
     }
     if (h1 >= 0) {
       // The main heading: the first h1 with visible text, read as the text around it is.
-      const text = norm(out.slice(h1).join('').replace(/\uE000[^\uE001]*\uE001/g, ' '));
+      const text = norm(out.slice(h1).join('').replace(/\uE000[^\uE001]*\uE001/g, ' ').replace(/[\uE002\uE003]/g, ''));
       if (text) st.heading = text.slice(0, 300);
     }
     if (link && st.links.length < opts.linkCap) {
-      const text = norm(out.slice(link.start).join('').replace(/\uE000[^\uE001]*\uE001/g, ' '));
+      const text = norm(out.slice(link.start).join('').replace(/\uE000[^\uE001]*\uE001/g, ' ').replace(/[\uE002\uE003]/g, ''));
       if (text) {
         let href = '';
         try { href = new URL(el.getAttribute('href'), el.baseURI).href; } catch (e) { href = ''; }
@@ -571,7 +580,7 @@ function (opts, ...handles) {
   const visibleText = (el, cap) => {
     const out = [];
     walk(el, out, newState(cap || 2000));
-    return norm(out.join(''));
+    return norm(out.join('').replace(/[\uE002\uE003]/g, ''));
   };
 
   const main = newState(opts.textCap);
@@ -581,6 +590,7 @@ function (opts, ...handles) {
   const out = [];
   walk(doc.body || root, out, main);
   const text = out.join('')
+    .replace(/\uE002[^\uE003]*\uE003/g, '')
     .replace(/[ \t\f\v\u00a0]+/g, ' ')
     .replace(/ *([\n\u2029]) */g, '$1')
     .replace(/[\n\u2029]+/g, (m) => (m.includes('\u2029') ? '\n\n' : '\n'))
