@@ -52,6 +52,12 @@ type config struct {
 	// phaseGroups, when above 0, stops each pixel phase after that many groups of bands, as
 	// one out of time stops (tests).
 	phaseGroups int
+	// remoteWait is how long a shot waits for an out-of-process frame's paint (remotePaintWait;
+	// tests shorten it).
+	remoteWait time.Duration
+	// lateRemote (tests) skips, outside recheckRemote, the paint changes of out-of-process
+	// frames: "all", or one mode ("off", "foreign", "on"), as if they reached the surface late.
+	lateRemote string
 }
 
 func defaultConfig() config {
@@ -65,6 +71,7 @@ func defaultConfig() config {
 		settle:     DefaultSettle,
 		pixels:     true,
 		pixelTime:  maxPixelTime,
+		remoteWait: remotePaintWait,
 	}
 }
 

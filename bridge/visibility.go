@@ -162,6 +162,7 @@ type pixelJob struct {
 	prev    *visState  // what earlier reads of the page decided, or nil
 	decided int        // runs this phase decided by pixels
 	groups  int        // groups of bands shot
+	slow    bool       // paint waits longer for out-of-process frames (recheckRemote)
 	// across: the first pass reached the end of the page (and maybe some reveal passes ran).
 	across bool
 }
@@ -343,6 +344,9 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 	var first error
 	remote := false
 	for _, id := range j.order {
+		if late := j.s.cfg.lateRemote; late != "" && !j.slow && j.v.owner[id] != j.v.owner[j.v.mainID] && (late == "all" || late == mode) {
+			continue // a test's stand-in for a paint that reaches the surface after the shots
+		}
 		if _, err := j.s.evalFrame(ctx, j.v, id, "paint", map[string]any{"paint": mode}); err != nil && first == nil {
 			first = err
 		}
@@ -351,13 +355,21 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 	if remote && first == nil {
 		// An out-of-process frame's new paint reaches the page's surface on its own compositor
 		// frame, after the evaluation returns: give it time to be drawn before the next shot.
-		first = sleepCtx(ctx, remotePaintWait)
+		wait := j.s.cfg.remoteWait
+		if j.slow {
+			wait = remoteSlowWait
+		}
+		first = sleepCtx(ctx, wait)
 	}
 	return first
 }
 
-// remotePaintWait is how long a shot waits for an out-of-process frame's new paint.
-const remotePaintWait = 150 * time.Millisecond
+// remotePaintWait is how long a shot waits for an out-of-process frame's new paint, and
+// remoteSlowWait how long when the frame showed no text (recheckRemote).
+const (
+	remotePaintWait = 150 * time.Millisecond
+	remoteSlowWait  = 750 * time.Millisecond
+)
 
 // inViewRun says whether all of a run's boxes are inside the main frame's viewport.
 func (j *pixelJob) inViewRun(f *frameRuns, run int) bool {
@@ -434,6 +446,7 @@ func (j *pixelJob) pass(ctx context.Context) error {
 			return err
 		}
 		j.groups++
+		var now []runKey // decided by this group
 		for _, rb := range judge {
 			k := runKey{rb.f, rb.run}
 			if !rb.f.pending[rb.run] || last[k] >= g1 {
@@ -441,16 +454,59 @@ func (j *pixelJob) pass(ctx context.Context) error {
 			}
 			rb.f.pending[rb.run] = false
 			j.decided++
-			if tl := counts[k]; tl != nil && tl.drawn >= minPixels && tl.tallest >= minRunHeight {
-				rb.f.verdicts[rb.run] = runVisible
-			} else {
-				rb.f.verdicts[rb.run] = runHidden
-			}
+			now = append(now, k)
+			rb.f.verdicts[rb.run] = verdictOf(counts[k])
+		}
+		if err := j.recheckRemote(ctx, bands[g0:g1], all, now); err != nil {
+			return err
 		}
 		g0 = g1
 		if n := j.s.cfg.phaseGroups; n > 0 && j.groups >= n && g0 < len(bands) {
 			return errPhaseLimit
 		}
+	}
+	return nil
+}
+
+func verdictOf(tl *tally) int {
+	if tl != nil && tl.drawn >= minPixels && tl.tallest >= minRunHeight {
+		return runVisible
+	}
+	return runHidden
+}
+
+// recheckRemote shoots a group again, waiting longer for each paint, when an out-of-process
+// frame showed no text at all in it: on a busy machine that frame's paint may have reached the
+// surface too late for the shots (the shot order makes that err towards hidden). Only such a
+// frame's runs are decided again, from the new shots alone.
+func (j *pixelJob) recheckRemote(ctx context.Context, bands []band, all []runBox, now []runKey) error {
+	shown := map[*frameRuns]bool{}
+	for _, k := range now {
+		if j.remote(k.f) && k.f.verdicts[k.run] == runVisible {
+			shown[k.f] = true
+		}
+	}
+	var again []runKey
+	for _, k := range now {
+		if j.remote(k.f) && !shown[k.f] {
+			again = append(again, k)
+			k.f.pending[k.run] = true
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	counts := map[runKey]*tally{}
+	j.slow = true
+	err := j.shootGroup(ctx, bands, all, counts)
+	j.slow = false
+	if err != nil {
+		j.decided -= len(again) // left for the next read
+		return err
+	}
+	for _, k := range again {
+		k.f.pending[k.run] = false
+		k.f.verdicts[k.run] = verdictOf(counts[k])
 	}
 	return nil
 }

@@ -421,3 +421,32 @@ func TestVisibilityFailsClosed(t *testing.T) {
 		t.Errorf("the result does not say text was withheld: %d %q", p.Withheld, p.WithheldNote())
 	}
 }
+
+// TestVisibilityLatePaint stands in for a busy machine on which an out-of-process frame's new
+// paint reaches the surface after the shots: every paint change of that frame late, or only the
+// one that turns off generated content. Hidden text in the frame stays hidden either way (the
+// shot order errs towards hidden), and its visible text is still read (the frame is shot again,
+// waiting longer, when it showed no text).
+func TestVisibilityLatePaint(t *testing.T) {
+	t.Parallel()
+	frame := `<iframe style="width:500px;height:100px" src="{CHILD}"></iframe>`
+	generated := `<style>.g::before{content:"WWWWWWWWWWWW"}</style><div style="position:relative"><span class="g"></span><span style="position:absolute;left:0;top:0;color:transparent">{M}</span></div>`
+	for _, late := range []string{"all", "foreign"} {
+		s := newSession(t, func(c *config) { c.lateRemote = late })
+		for i, c := range []visCase{
+			{name: "visible", child: `<p>{M}</p>`},
+			{name: "overlay", child: overlay},
+			{name: "over generated content", child: generated},
+		} {
+			c.body = frame
+			marker := visMarker(40+i, false)
+			if _, err := s.Open(ctxT(t), visCaseURL(c, marker)); err != nil {
+				t.Fatalf("%s, late %s: Open: %v", c.name, late, err)
+			}
+			read := strings.Contains(readAll(t, s), marker)
+			if want := c.name == "visible"; read != want {
+				t.Errorf("%s, late %s: marker read %v, want %v", c.name, late, read, want)
+			}
+		}
+	}
+}
