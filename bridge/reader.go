@@ -589,11 +589,16 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 		pctx, cancel := context.WithTimeout(ctx, budget)
 		job, err := s.pixelVerdicts(pctx, v, prev)
 		cancel()
-		// The phase ran its course (what is pending cannot be shown), or had at least half its
-		// time and decided nothing (this machine cannot shoot one group of bands in it): what is
-		// pending is withheld. Otherwise the next read goes on.
-		final := err == nil || (job.decided == 0 && ctx.Err() == nil && budget >= s.cfg.pixelTime/2)
+		// The phase ran its course (what is pending cannot be shown): what is pending is
+		// withheld. A phase that had at least half its time and decided nothing (this machine
+		// did not shoot one band in it) makes the page's bands smaller for the next, and past
+		// maxShrink withholds what is pending. Otherwise the next read goes on.
+		stuck := err != nil && job.decided == 0 && ctx.Err() == nil && budget >= s.cfg.pixelTime/2
+		final := err == nil || (stuck && job.shrink() >= maxShrink)
 		verdicts, vis = job.verdictsOf(final)
+		if stuck && !final {
+			vis.shrink++
+		}
 		decided = job.decided
 		s.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %d runs decided, %d pending, %s%s",
 			len(job.frames), job.passes, job.shots, job.decided, job.undecided(), time.Since(start).Round(time.Millisecond), stopNote(err, final))

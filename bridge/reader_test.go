@@ -26,7 +26,8 @@ func readAll(t *testing.T, s *Session) string {
 		if !c.More {
 			return b.String()
 		}
-		if c.Next <= off || i > 1000 {
+		// A read out of time may prove nothing new yet: More with no text, and the same offset.
+		if c.Next < off || (c.Next == off && c.Text != "") || i > 1000 {
 			t.Fatalf("Read(%d): Next %d does not advance", off, c.Next)
 		}
 		off = c.Next
@@ -101,7 +102,8 @@ func TestReaderPaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.More || p.Next == 0 || len(p.Text) > 4096 {
+	// On a busy machine Open may have proven nothing yet: More, with no text.
+	if !p.More || len(p.Text) > 4096 || p.Next != len(p.Text) {
 		t.Fatalf("Open: got More %v Next %d len %d, want the first chunk of a long page", p.More, p.Next, len(p.Text))
 	}
 	var chunks []Chunk

@@ -463,8 +463,9 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 
 // readOn reads more of st's page until its text goes past offset or is whole. Each read goes on
 // where the last one stopped (visibility.go): it decides runs, withholds what is left, or ran out
-// of time having decided nothing, and then readOn returns what there is (More stays set, and the
-// next call goes on).
+// of time having decided nothing (the page's bands are then made smaller, a bounded number of
+// times). When too little time is left for another phase, readOn returns what there is: More
+// stays set, possibly with no new text, and the next call goes on.
 func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 	for st.vis == nil || (offset >= len(st.text) && !st.whole()) {
 		snap, cred, err := s.snapshot(ctx, st.url, st.vis)
@@ -480,8 +481,8 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 		if snap.withheld > 0 {
 			s.cfg.logf("bridge: %s: %d text runs withheld: %s", policy.CleanURL(st.url), snap.withheld, snap.unproven)
 		}
-		if !st.whole() && snap.decided == 0 {
-			return nil // out of time: the next call goes on
+		if !st.whole() && snap.decided == 0 && time.Until(deadlineOf(ctx)) < s.cfg.pixelTime {
+			return nil // too little time left for another phase: the next call goes on
 		}
 	}
 	return nil

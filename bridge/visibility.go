@@ -121,6 +121,8 @@ type visState struct {
 	runs map[string][]uint8
 	// done: nothing is pending (or pixels are off): the page's text is complete.
 	done bool
+	// shrink counts the phases that ran out of time having decided nothing (bandH).
+	shrink int
 }
 
 // layoutRead is the reader's answer in layout mode.
@@ -180,7 +182,7 @@ func (j *pixelJob) inView(b [4]float64) bool {
 // (runLater), unless final: then it is withheld (the phase ran its course, or decided nothing).
 func (j *pixelJob) verdictsOf(final bool) (map[string][]int, *visState) {
 	out := map[string][]int{}
-	next := &visState{runs: map[string][]uint8{}, done: true}
+	next := &visState{runs: map[string][]uint8{}, done: true, shrink: j.shrink()}
 	if j.prev != nil {
 		for id, rs := range j.prev.runs {
 			next.runs[id] = rs
@@ -426,7 +428,7 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		rb.box[2] = min(rb.box[2], sliceW)
 		slices[i] = rb
 	}
-	bands, in := bandsOf(slices)
+	bands, in := bandsOf(slices, j.bandH())
 	// The band after which each run can be decided: the last one holding a slice of it.
 	last := map[runKey]int{}
 	for i, rb := range slices {
@@ -437,8 +439,10 @@ func (j *pixelJob) pass(ctx context.Context) error {
 	// Top down, a group of bands at a time: what a phase stopped by its deadline decided stays
 	// decided, and the next read of the page goes on from there.
 	for g0 := 0; g0 < len(bands); {
+		// The first group of a phase is one band, and so is every group of a page whose phases
+		// ran out of time before deciding anything (shrink): the least that makes progress.
 		g1, h := g0, 0.0
-		for g1 < len(bands) && (g1 == g0 || h+bands[g1].y1-bands[g1].y0 <= maxGroupH) {
+		for g1 < len(bands) && (g1 == g0 || (j.groups > 0 && j.shrink() == 0 && h+bands[g1].y1-bands[g1].y0 <= maxGroupH)) {
 			h += bands[g1].y1 - bands[g1].y0
 			g1++
 		}
@@ -510,6 +514,21 @@ func (j *pixelJob) recheckRemote(ctx context.Context, bands []band, all []runBox
 	}
 	return nil
 }
+
+// maxShrink is how many times a page's bands are halved after phases that decided nothing;
+// past it, such a phase withholds what is pending.
+const maxShrink = 3
+
+// shrink is how many phases of this page ran out of time having decided nothing.
+func (j *pixelJob) shrink() int {
+	if j.prev == nil {
+		return 0
+	}
+	return j.prev.shrink
+}
+
+// bandH is the tallest band: maxBandH, halved for each phase of the page that decided nothing.
+func (j *pixelJob) bandH() float64 { return maxBandH / float64(int(1)<<j.shrink()) }
 
 // errPhaseLimit stops a phase after the groups the configuration allows (tests).
 var errPhaseLimit = errors.New("pixel phase: group limit")
@@ -594,9 +613,9 @@ const (
 const sliceW = 48
 
 // bandsOf returns rectangles of the page that hold the boxes to judge: boxes sorted by top,
-// merged while the band stays within maxBandH (a box taller than that is a band of its own),
+// merged while the band stays within maxH (a box taller than that is a band of its own),
 // each band as wide as its boxes; and, for each box of judge (sorted in place), its band.
-func bandsOf(judge []runBox) ([]band, []int) {
+func bandsOf(judge []runBox, maxH float64) ([]band, []int) {
 	sort.SliceStable(judge, func(i, k int) bool { return judge[i].box[1] < judge[k].box[1] })
 	var out []band
 	in := make([]int, len(judge))
@@ -604,7 +623,7 @@ func bandsOf(judge []runBox) ([]band, []int) {
 		r := rb.box
 		x0, y0 := math.Max(0, math.Floor(r[0])-2), math.Max(0, math.Floor(r[1])-2)
 		x1, y1 := math.Ceil(r[0]+r[2])+2, math.Ceil(r[1]+r[3])+2
-		if n := len(out); n > 0 && math.Max(out[n-1].y1, y1)-out[n-1].y0 <= maxBandH &&
+		if n := len(out); n > 0 && math.Max(out[n-1].y1, y1)-out[n-1].y0 <= maxH &&
 			(math.Max(out[n-1].y1, y1)-out[n-1].y0)*(math.Max(out[n-1].x1, x1)-math.Min(out[n-1].x0, x0)) <= maxBandArea {
 			b := &out[n-1]
 			b.x0, b.x1, b.y1 = math.Min(b.x0, x0), math.Max(b.x1, x1), math.Max(b.y1, y1)
