@@ -95,9 +95,13 @@ func containsField(fs []Field, f Field) bool {
 
 // TestReaderPaging reads a page of about 100 KiB in chunks: the chunks join to the whole text, each
 // is at most the chunk size, and each is valid UTF-8.
+//
+// Pixels are off here: this is the chunking's test, and on a loaded 2-core machine proving 1500
+// lines by rendering outlasts any read's time (the reader then withholds, as it must).
+// TestReaderGoesOn reads a long page with pixels on, a phase at a time.
 func TestReaderPaging(t *testing.T) {
 	t.Parallel()
-	s := newSession(t, WithChunkSize(4096))
+	s := newSession(t, WithChunkSize(4096), func(c *config) { c.pixels = false })
 	p, err := s.Open(ctxT(t), testFix.Site+"/big/"+newKey()+"?lines=1500")
 	if err != nil {
 		t.Fatal(err)

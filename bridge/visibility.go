@@ -185,10 +185,18 @@ func (j *pixelJob) verdictsOf(final bool) (map[string][]int, *visState) {
 	next := &visState{runs: map[string][]uint8{}, done: true, shrink: j.shrink()}
 	if j.prev != nil {
 		for id, rs := range j.prev.runs {
-			next.runs[id] = rs
-			if j.frames[id] == nil && slices.Contains(rs, stPending) {
+			if j.frames[id] != nil {
+				continue
+			}
+			// A frame not laid out this time (gone, or not shown now): kept for a later read,
+			// unless this one is final.
+			if slices.Contains(rs, stPending) {
+				if final {
+					continue
+				}
 				next.done = false
 			}
+			next.runs[id] = rs
 		}
 	}
 	for id, f := range j.frames {
