@@ -21,9 +21,9 @@ import (
 // <noscript> and so moves the layout between the shots), the reader lays out every frame (the
 // main frame and each visible child frame, same-process or not) and reports each run's boxes,
 // mapped to the main frame's page coordinates. The bridge shoots the regions holding runs (A),
-// makes the paint of generated content, list markers and form controls transparent and shoots
-// again (C), makes all text paint transparent (fill, stroke, shadow, decoration, SVG fill) and
-// shoots (B), restores the paint and shoots a fourth time (A2), in every frame at once. A pixel
+// makes all text paint transparent (fill, stroke, shadow, SVG fill) and shoots (B), makes only
+// the paint of generated content, list markers and form controls transparent and shoots again
+// (C), restores the paint and shoots a fourth time (A2), in every frame at once. A pixel
 // is drawn by a run when it lies in the run's boxes and in no other run's, did not change
 // between A and A2 (animations, video), is not drawn by other text (A and C differ by less than
 // pixelDelta) and differs between A and B. Then the reader reads each frame, in the same frozen
