@@ -165,8 +165,6 @@ type pixelJob struct {
 	decided int        // runs this phase decided by pixels
 	groups  int        // groups of bands shot
 	slow    bool       // paint waits longer for out-of-process frames (recheckRemote)
-	// across: the first pass reached the end of the page (and maybe some reveal passes ran).
-	across bool
 }
 
 // remote says whether frame is drawn by another renderer than the main frame's.
@@ -781,7 +779,6 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState
 	if err := j.pass(ctx); err != nil {
 		return j, err
 	}
-	j.across = true
 	// The window's scroll position as the page had it: the read after the passes must see the
 	// same runs (fixed boxes move with the window).
 	home := j.view[1]
