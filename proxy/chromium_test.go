@@ -80,13 +80,12 @@ func newEscapeFixture(t *testing.T) *escapeFixture {
 	mux.HandleFunc("GET /p/{key}/worker.js", func(w http.ResponseWriter, r *http.Request) {
 		f.count(r.PathValue("key"), "worker.js") // not an escape: for the failure messages
 		w.Header().Set("Content-Type", "text/javascript")
-		fmt.Fprintf(w, "const C = %q;\ntry { new WebSocket(C.replace('http', 'ws') + '/worker-ws'); } catch (e) {}\nfetch(C + '/worker-fetch').catch(() => {});\n",
-			f.canary.URL+"/c/"+r.PathValue("key"))
+		fmt.Fprintf(w, workerJS, f.canary.URL+"/c/"+r.PathValue("key"))
 	})
 	mux.HandleFunc("GET /p/{key}/shared.js", func(w http.ResponseWriter, r *http.Request) {
 		f.count(r.PathValue("key"), "shared.js")
 		w.Header().Set("Content-Type", "text/javascript")
-		fmt.Fprintf(w, "fetch(%q).catch(() => {});\n", f.canary.URL+"/c/"+r.PathValue("key")+"/shared-fetch")
+		fmt.Fprintf(w, sharedJS, f.canary.URL+"/c/"+r.PathValue("key")+"/shared-fetch")
 	})
 	mux.HandleFunc("GET /p/{key}/plain.html", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "<html><head><title>plain</title></head><body><p>plain page</p></body></html>")
@@ -117,14 +116,33 @@ const escapePage = `<!doctype html><html><head><title>escape</title>
 </script>
 </head><body><p>escape</p>
 <img src="CANARY/c/KEY/img">
-<img src="/hop/KEY">
 <a id="dl" href="CANARY/c/KEY/download" download>download</a>
 <a href="CANARY/c/KEY/spec-prerender">next</a>
 <script>
 const C = 'CANARY/c/KEY';
+// The download link is followed as a navigation (it is cross-origin), which unloads this page and
+// ends its workers and its pending redirect. So it is clicked only once the redirect and each
+// worker have made their attempt (or failed to start): clicked after a fixed pause, a loaded
+// machine had not yet run the workers when the page went away, and the proxy never saw their
+// requests.
+let pending = 3;
+const attempted = () => { if (--pending === 0) document.getElementById('dl').click(); };
+const once = f => { let n = 0; return () => { if (n++ === 0) f(); }; };
+const hop = new Image();
+hop.onload = hop.onerror = once(attempted);
+hop.src = '/hop/KEY';
 // Held in globals: an unreferenced worker may be collected before it runs.
-window.w = new Worker('/p/KEY/worker.js');
-try { window.sw = new SharedWorker('/p/KEY/shared.js'); } catch (e) {}
+try {
+  window.w = new Worker('/p/KEY/worker.js');
+  const w = once(attempted);
+  window.w.onmessage = window.w.onerror = w;
+} catch (e) { attempted(); }
+try {
+  window.sw = new SharedWorker('/p/KEY/shared.js');
+  const s = once(attempted);
+  window.sw.port.onmessage = window.sw.onerror = s;
+  window.sw.port.start();
+} catch (e) { attempted(); }
 fetch('/p/KEY/post', { method: 'POST', body: 'x' }).catch(() => {});
 fetch('/records/KEY/delete').catch(() => {});
 try { new WebSocket('ws://' + location.host + '/ws/KEY'); } catch (e) {}
@@ -132,8 +150,25 @@ addEventListener('pagehide', () => {
   navigator.sendBeacon(C + '/beacon', 'x');
   fetch(C + '/keepalive', { method: 'POST', body: 'x', keepalive: true }).catch(() => {});
 });
-setTimeout(() => document.getElementById('dl').click(), 300);
 </script></body></html>`
+
+// workerJS is the dedicated worker (%q: the canary's prefix). It posts once its WebSocket and its
+// fetch have each succeeded or failed, so that the page knows it may go.
+const workerJS = `const C = %q;
+let left = 2;
+const done = () => { if (--left === 0) postMessage('attempted'); };
+try {
+  const ws = new WebSocket(C.replace('http', 'ws') + '/worker-ws');
+  let n = 0;
+  ws.onopen = ws.onerror = ws.onclose = () => { if (n++ === 0) done(); };
+} catch (e) { done(); }
+fetch(C + '/worker-fetch').catch(() => {}).finally(done);
+`
+
+// sharedJS is the SharedWorker (%q: the URL it fetches); it tells the page when the fetch is over.
+const sharedJS = `const attempt = fetch(%q).catch(() => {});
+onconnect = e => { const port = e.ports[0]; attempt.finally(() => port.postMessage('attempted')); };
+`
 
 func (f *escapeFixture) count(key, kind string) {
 	f.mu.Lock()
@@ -181,10 +216,11 @@ func newKey() string {
 var unloadKinds = []string{"beacon", "keepalive"}
 
 // visit loads the escape page, waits until ready reports that the page has made every request it
-// makes while it lives (at most 15 s: a loaded machine may take seconds to start the workers and
-// follow the redirect), and navigates away, so that the unload requests are sent. Callers then
-// wait for the evidence they need. Navigating away after a fixed pause made the test flaky: the
-// page was gone before its workers had run.
+// makes while it lives (at most 45 s: a loaded machine may take seconds to start the workers and
+// follow the redirect), and navigates away, so that the unload requests are sent (the page's own
+// download click usually unloads it first, once its workers and redirect have made their
+// attempts). Callers then wait for the evidence they need. Navigating away after a fixed pause
+// made the test flaky: the page was gone before its workers had run.
 func visit(t *testing.T, page playwright.Page, url string, ready func() bool) {
 	t.Helper()
 	if _, err := page.Goto(url, playwright.PageGotoOptions{Timeout: playwright.Float(15000)}); err != nil {
