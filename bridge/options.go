@@ -1,8 +1,11 @@
 package bridge
 
 import (
+	"context"
 	"crypto/x509"
 	"time"
+
+	"github.com/mxschmitt/playwright-go"
 )
 
 // Defaults of the limits an Option can change.
@@ -58,6 +61,9 @@ type config struct {
 	// lateRemote (tests) skips, outside recheckRemote, the paint changes of out-of-process
 	// frames: "all", or one mode ("off", "foreign", "on"), as if they reached the surface late.
 	lateRemote string
+	// resolved (tests) runs in evalFrame between resolving the handles, in object group group,
+	// and the evaluation.
+	resolved func(ctx context.Context, sess playwright.CDPSession, group string)
 }
 
 func defaultConfig() config {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -366,8 +368,17 @@ func (v *pageView) domCredential() string {
 	return ""
 }
 
-// readerGroup is the object group of the handles the reader is given.
+// readerGroup prefixes the object group of the handles one evaluation gives the reader. Each
+// evaluation has a group of its own: the release of an evaluation whose context ended is still
+// sent (cdpCall does not wait for it) and may reach Chromium after the next evaluation resolved
+// its handles; with one shared group it released those too ("Could not find object with given id").
 const readerGroup = "browser-agent-reader"
+
+// evalSeq numbers the reader's evaluations (their object groups).
+var evalSeq atomic.Uint64
+
+// evalGroup is the object group of evaluation n.
+func evalGroup(n uint64) string { return readerGroup + "-" + strconv.FormatUint(n, 10) }
 
 // evalFrame runs the reader in frame's isolated world. mode "check" reports only the frame's
 // editable elements; "read" reports them and, in the same synchronous evaluation, the frame's
@@ -394,8 +405,9 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 		}
 		v.worlds[frame] = world.ID
 	}
+	group := evalGroup(evalSeq.Add(1))
 	defer func() {
-		_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": readerGroup}, nil)
+		_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
 	}()
 	args := []map[string]any{nil}
 	resolve := func(backend int) string {
@@ -405,7 +417,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 			} `json:"object"`
 		}
 		if cdpCall(ctx, t.sess, "DOM.resolveNode", map[string]any{
-			"backendNodeId": backend, "executionContextId": world.ID, "objectGroup": readerGroup,
+			"backendNodeId": backend, "executionContextId": world.ID, "objectGroup": group,
 		}, &r) != nil {
 			return ""
 		}
@@ -436,6 +448,9 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 			}
 		}
 	}
+	if s.cfg.resolved != nil {
+		s.cfg.resolved(ctx, t.sess, group)
+	}
 	o := map[string]any{
 		"mode": mode, "closedCount": nClosed, "frameIds": frameIDs, "textCap": s.cfg.textCap,
 		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6,
@@ -457,7 +472,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	}
 	if err := cdpCall(ctx, t.sess, "Runtime.callFunctionOn", map[string]any{
 		"functionDeclaration": readerJS, "executionContextId": world.ID, "arguments": args,
-		"returnByValue": true, "objectGroup": readerGroup,
+		"returnByValue": true, "objectGroup": group,
 	}, &res); err != nil {
 		return nil, err
 	}

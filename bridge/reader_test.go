@@ -1,12 +1,16 @@
 package bridge
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mxschmitt/playwright-go"
 )
 
 // readAll reads every chunk of the open page.
@@ -185,6 +189,53 @@ func TestLinksAndFields(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
+}
+
+// TestReaderLateRelease: the release of an earlier evaluation's handles reaches Chromium after the
+// next evaluation has resolved its own (as it does when an evaluation's context ends while the
+// call is in flight: cdpCall sends the release and does not wait). The page holds closed shadow
+// roots and child frames, whose handles every evaluation passes; the reads must still succeed
+// and read the closed root's text. (A shared object group failed here with "Could not find
+// object with given id", as a loaded run of TestReaderHiddenText once did.)
+func TestReaderLateRelease(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	prev := map[playwright.CDPSession]string{}
+	late := 0
+	s := newSession(t, func(c *config) {
+		c.resolved = func(ctx context.Context, sess playwright.CDPSession, group string) {
+			mu.Lock()
+			old := prev[sess]
+			prev[sess] = group
+			mu.Unlock()
+			if old == "" {
+				return
+			}
+			if err := cdpCall(ctx, sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": old}, nil); err == nil {
+				mu.Lock()
+				late++
+				mu.Unlock()
+			}
+		}
+	})
+	k := newKey()
+	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+k+"/hidden.html")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	text := readAll(t, s)
+	if !strings.Contains(text, "VISIBLE-03 closed shadow") {
+		t.Errorf("the closed shadow root's text is missing:\n%s", text)
+	}
+	if _, err := s.Links(ctxT(t)); err != nil {
+		t.Fatalf("Links: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if late == 0 {
+		t.Fatalf("no late release was sent: the test proves nothing")
+	}
+	t.Logf("%d late releases; Open read %d bytes", late, len(p.Text))
 }
 
 // withPhaseGroups stops every pixel phase after n groups of bands, as a phase out of time stops.
