@@ -441,6 +441,15 @@ func TestPageTakeover(t *testing.T) {
 	must(t, "enter", kb.Press("Enter"))
 	if !testutil.Eventually(30*time.Second, func() bool { b := s.runBrowser(page0ID(t, page)); return b != nil && b.SignInWrites() > 0 }) {
 		shot(t, page, "page-takeover-not-signed-in")
+		note, _ := page.Locator("#takeover-note").TextContent()
+		t.Logf("the page's note: %q", note)
+		if b, ok := s.runBrowser(page0ID(t, page)).(interface {
+			Decisions() []bridge.RequestDecision
+		}); ok {
+			for _, d := range b.Decisions() {
+				t.Logf("decision: %s %s%s %s %s", d.Method, d.Origin, d.Path, d.Verdict, d.Reason)
+			}
+		}
 		t.Fatalf("the visitor's sign-in did not go out")
 	}
 	shot(t, page, "page-takeover-signed-in")

@@ -29,15 +29,32 @@ function stopFrames() {
   img.removeAttribute("src");
 }
 
+// One frame request at a time: each holds the page while it is drawn, so requests piling up on a
+// busy machine would queue the holder's inputs behind them. A refresh asked for while one is in
+// flight is made once, after it.
+let fetching = false, again = false;
 async function refresh() {
   if (!state || !state.held) return;
+  if (fetching) { again = true; return; }
+  fetching = true;
+  try {
+    await refreshOnce();
+  } finally {
+    fetching = false;
+    if (again) { again = false; setTimeout(refresh, 0); }
+  }
+}
+
+async function refreshOnce() {
   const r = await fetch("/api/runs/" + encodeURIComponent(state.id) + "/takeover/frame", { cache: "no-store" });
   if (!r.ok) {
     if (r.status === 409) ended("Your control ended (" + state.idle + " s without input, or its " + state.max + " s maximum). " +
       "If you signed in, the agent continues; if not, the run ends: human action required.");
     return;
   }
-  const url = URL.createObjectURL(await r.blob());
+  const blob = await r.blob();
+  if (!state || !state.held) return; // the lease ended while the frame was on its way
+  const url = URL.createObjectURL(blob);
   const img = $("takeover-frame");
   if (state.url) URL.revokeObjectURL(state.url);
   state.url = url;
