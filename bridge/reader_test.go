@@ -238,6 +238,35 @@ func TestReaderLateRelease(t *testing.T) {
 	t.Logf("%d late releases; Open read %d bytes", late, len(p.Text))
 }
 
+// TestReaderFixedOutsideViewport: a page that scrolls itself down on load, with text in a fixed
+// box placed above the viewport. Scrolling never shows it; a shot beyond the viewport draws a
+// fixed box at the current scroll offset, where it landed inside the page. It must not be read;
+// fixed text inside the viewport and the text scrolled to must be.
+func TestReaderFixedOutsideViewport(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	body := `<p>FIXTOP-VISIBLE top of the page</p><div style="height:3000px"></div>` +
+		`<div style="position:fixed;top:-500px;left:0">SECRET-FIXED-ABOVE</div>` +
+		`<div style="position:fixed;bottom:0;left:0;background:#fff">FIXBOTTOM-VISIBLE banner</div>` +
+		`<p>SCROLLED-VISIBLE below</p><script>scrollTo(0, 1500)</script>`
+	p, err := s.Open(ctxT(t), visCaseURL(visCase{body: body}, "FIXTOP-VISIBLE"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	text := p.Text
+	if p.More {
+		text = readAll(t, s)
+	}
+	if strings.Contains(text, "SECRET-FIXED-ABOVE") {
+		t.Errorf("the fixed text above the viewport reached the reader:\n%s", text)
+	}
+	for _, want := range []string{"FIXTOP-VISIBLE", "FIXBOTTOM-VISIBLE", "SCROLLED-VISIBLE"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s is missing:\n%s", want, text)
+		}
+	}
+}
+
 // withPhaseGroups stops every pixel phase after n groups of bands, as a phase out of time stops.
 func withPhaseGroups(n int) Option { return func(c *config) { c.phaseGroups = n } }
 

@@ -413,6 +413,22 @@ function (opts, ...handles) {
     scaleCache.set(el, out);
     return out;
   };
+  // pinned: the element is in a position: fixed subtree. Such text is drawn where the viewport
+  // is, whatever the scroll: scrolling never shows what lies outside the viewport, and a shot of
+  // the page beyond the viewport draws it at the current scroll offset (a page that scrolls
+  // itself down would show a fixed box placed above the viewport).
+  const pinnedOf = new Map();
+  const pinned = (el) => {
+    const path = [];
+    let v = false;
+    for (let a = el; a; a = flatParent(a)) {
+      if (pinnedOf.has(a)) { v = pinnedOf.get(a); break; }
+      path.push(a);
+      if (cs(a).position === 'fixed') { v = true; break; }
+    }
+    for (const a of path) pinnedOf.set(a, v);
+    return v;
+  };
   const textVisibleUncached = (t) => {
     if (!t.data.trim()) return false;
     const p = flatParent(t);
@@ -447,7 +463,16 @@ function (opts, ...handles) {
       // Inside a scroll container a run may lie past the page's end: scrolling shows it.
       let decidable = capH > 0, beyond = scrolledBy(b).n === 0;
       const boxes = [];
-      for (const r of rects) {
+      const fixed = !child && pinned(p);
+      for (const r0 of rects) {
+        let r = r0;
+        if (fixed) {
+          // Only the part inside the viewport can be seen, now or after any scroll.
+          const l = Math.max(r0.left, 0), tp = Math.max(r0.top, 0);
+          const rr = Math.min(r0.left + r0.width, vw), bb = Math.min(r0.top + r0.height, vh);
+          if (rr <= l || bb <= tp) continue;
+          r = { left: l, top: tp, width: rr - l, height: bb - tp, right: rr, bottom: bb };
+        }
         const x = r.left + sx, y = r.top + sy;
         if (!(y >= docH || (xLocked && x >= vw)) || child) beyond = false;
         const cx = child ? r.left : x, cy = child ? r.top : y;
@@ -455,6 +480,7 @@ function (opts, ...handles) {
         boxes.push([cx, cy, r.width, r.height]);
       }
       if (i === opts.reveal) revealNode = t;
+      if (fixed && !boxes.length) beyond = true;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
     }
     if (!opts.verdicts) return paintVisible(s, p);
