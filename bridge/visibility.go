@@ -32,9 +32,10 @@ import (
 // What is not shown now is shown by scrolling, as a person would: a run scrolled away inside a
 // scroll container (overflow auto or scroll) or outside a child frame's viewport is scrolled
 // into view (the container, the child frame), the frame laid out again and the newly shown runs
-// shot in a pass of their own, up to maxReveals passes. The main frame is shot in page
-// coordinates beyond the viewport (captureBeyondViewport), however long the page, in bands of
-// at most maxBandH px. Scroll positions the passes changed are left as they are.
+// shot in a pass of their own, up to maxReveals passes. Text in a position: fixed subtree is
+// judged only where the viewport shows it, since no scroll shows the rest (the reader clips its
+// boxes to the viewport). The main frame is shot in page coordinates beyond the viewport
+// (captureBeyondViewport), however long the page, in bands of at most maxBandH px. Scroll positions the passes changed are left as they are.
 //
 // Fail closed, and go on later rather than guess: the first pass shoots the page top down, a
 // group of bands at a time, and decides each run once the bands holding it are shot. A phase
