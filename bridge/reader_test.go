@@ -241,7 +241,8 @@ func TestReaderLateRelease(t *testing.T) {
 // TestReaderFixedOutsideViewport: a page that scrolls itself down on load, with text in a fixed
 // box placed above the viewport. Scrolling never shows it; a shot beyond the viewport draws a
 // fixed box at the current scroll offset, where it landed inside the page. It must not be read;
-// fixed text inside the viewport and the text scrolled to must be.
+// fixed text inside the viewport and the text scrolled to must be. Nor may a fixed box below
+// the viewport of a page that stays at its top.
 func TestReaderFixedOutsideViewport(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
@@ -264,6 +265,19 @@ func TestReaderFixedOutsideViewport(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("%s is missing:\n%s", want, text)
 		}
+	}
+	// A variation the clip was not written for: a fixed box below the viewport of a long page
+	// that does not scroll; the shot beyond the viewport draws it inside the page as well.
+	body = `<p>TOP-VISIBLE</p><div style="height:3000px"></div>` +
+		`<div style="position:fixed;top:1200px;left:0">SECRET-FIXED-BELOW</div>`
+	if p, err = s.Open(ctxT(t), visCaseURL(visCase{body: body}, "TOP-VISIBLE")); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if text = p.Text; p.More {
+		text = readAll(t, s)
+	}
+	if strings.Contains(text, "SECRET-FIXED-BELOW") || !strings.Contains(text, "TOP-VISIBLE") {
+		t.Errorf("the fixed text below the viewport was read, or the visible text was not:\n%s", text)
 	}
 }
 
