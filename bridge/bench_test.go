@@ -126,3 +126,93 @@ func BenchmarkReadVisibility(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpenPhases breaks a guarded Open of the demo site's record page, followed by Links and
+// Fields as the lookup preset makes them, into its phases (config.phase): the time per Open of
+// each, in ms, besides the whole Open and the plain Goto (to the load event) plus InnerText of
+// the same page in the same iterations. Phases nest: "read" holds "view", "timers", "pixels"
+// (which holds "shot" and the "eval:layout" / "eval:paint" evaluations) and "eval:read";
+// "recheck" (the credential re-check before Links and Fields) holds a "view" and an
+// "eval:check". It is the breakdown of BENCHMARKS.md ("Issue 18"), reproducible:
+//
+//	go test ./bridge -run '^$' -bench OpenPhases -benchtime 20x -count 3
+func BenchmarkOpenPhases(b *testing.B) {
+	ctx := context.Background()
+	srv, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	pol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo-site policy")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sums := map[string]time.Duration{}
+	on := false
+	timer := func(c *config) {
+		c.phase = func(name string, d time.Duration) {
+			if on {
+				sums[name] += d
+			}
+		}
+	}
+	lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	s, err := testRT.Launch(lctx, pol, timer)
+	cancel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	bctx, err := plain.NewContext()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bctx.Close()
+	page, err := bctx.NewPage()
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := srv.URL + "/records/SYN-0042"
+	var open, plainT time.Duration
+	run := func() {
+		start := time.Now()
+		p, err := s.Open(ctx, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if p.Withheld > 0 {
+			b.Fatalf("%d runs withheld: the read was not whole (%s)", p.Withheld, p.Unproven)
+		}
+		open += time.Since(start)
+		if _, err := s.Links(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Fields(ctx); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if _, err := page.Goto(url, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := page.InnerText("body"); err != nil {
+			b.Fatal(err)
+		}
+		plainT += time.Since(start)
+	}
+	run() // warm up
+	clear(sums)
+	open, plainT = 0, 0
+	on = true
+	b.ResetTimer()
+	for range b.N {
+		run()
+	}
+	b.StopTimer()
+	on = false
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(per(open), "open-ms")
+	b.ReportMetric(per(plainT), "plain-ms")
+	for name, d := range sums {
+		b.ReportMetric(per(d), name+"-ms")
+	}
+}

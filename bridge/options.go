@@ -64,6 +64,17 @@ type config struct {
 	// resolved (tests) runs in evalFrame between resolving the handles, in object group group,
 	// and the evaluation.
 	resolved func(ctx context.Context, sess playwright.CDPSession, group string)
+	// phase (benchmarks) is told how long each phase of Open and of the reads took
+	// (BenchmarkOpenPhases): "goto", "settle", "read" (the whole snapshot), "view", "timers",
+	// "pixels", "shot", "eval:<mode>" and "recheck". Called on the session's goroutine; nil: nothing is timed.
+	phase func(name string, d time.Duration)
+}
+
+// took tells cfg.phase how long the phase name took since start.
+func (c *config) took(name string, start time.Time) {
+	if c.phase != nil {
+		c.phase(name, time.Since(start))
+	}
 }
 
 func defaultConfig() config {

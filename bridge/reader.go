@@ -244,6 +244,7 @@ const maxTimerWait = 1200 * time.Millisecond
 // waitTimers waits, at most maxTimerWait, for the main frame's pending timeouts of up to 1 s (see
 // init.js) to have fired, and reports whether it waited.
 func (s *Session) waitTimers(ctx context.Context, sess playwright.CDPSession) bool {
+	defer s.cfg.took("timers", time.Now())
 	end := time.Now().Add(maxTimerWait)
 	waited := false
 	for i := 0; i < 4; i++ {
@@ -290,6 +291,7 @@ type closedRoot struct {
 
 // view attaches to the page (reusing prev's sessions when given) and maps its frames.
 func (s *Session) view(ctx context.Context, prev *pageView) (*pageView, error) {
+	defer s.cfg.took("view", time.Now())
 	var pa *attached
 	if prev != nil {
 		pa = prev.att
@@ -384,6 +386,9 @@ func evalGroup(n uint64) string { return readerGroup + "-" + strconv.FormatUint(
 // editable elements; "read" reports them and, in the same synchronous evaluation, the frame's
 // visible text, links and fields.
 func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string, extra map[string]any) (*rawRead, error) {
+	if s.cfg.phase != nil {
+		defer s.cfg.took("eval:"+mode, time.Now())
+	}
 	t := v.owner[frame]
 	if t == nil {
 		return nil, fmt.Errorf("frame %s: no session", frame)
@@ -566,6 +571,7 @@ type rawRead struct {
 // With pixels on, prev is what earlier reads of the page decided (nil for the first): the read
 // goes on from there, and its text holds only the runs it proved visible (visibility.go).
 func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (*snapshot, string, error) {
+	defer s.cfg.took("read", time.Now())
 	v, err := s.view(ctx, nil)
 	defer func() { v.close() }()
 	if err != nil {
@@ -604,6 +610,7 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 		pctx, cancel := context.WithTimeout(ctx, budget)
 		job, err := s.pixelVerdicts(pctx, v, prev)
 		cancel()
+		s.cfg.took("pixels", start)
 		// The phase ran its course (what is pending cannot be shown): what is pending is
 		// withheld. A phase that had at least half its time and decided nothing (this machine
 		// did not shoot one band in it) makes the page's bands smaller for the next, and past

@@ -413,6 +413,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 
 	s.nav.begin(f)
 	s.budget.newPage()
+	start := time.Now()
 	_, gerr := s.page.Goto(f.url, playwright.PageGotoOptions{
 		Timeout:   playwright.Float(msUntil(deadlineOf(ctx))),
 		WaitUntil: playwright.WaitUntilStateCommit,
@@ -428,6 +429,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 		}
 	}
 	used := s.nav.end()
+	s.cfg.took("goto", start)
 	if err := s.usable(); err != nil {
 		return page, fmt.Errorf("open: %w", err)
 	}
@@ -437,9 +439,11 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if !used {
 		return page, fmt.Errorf("open %s: the browser did not load the bridge's response", policy.CleanURL(f.url))
 	}
+	start = time.Now()
 	if err := s.settle(ctx); err != nil {
 		return page, fmt.Errorf("open %s: %w", policy.CleanURL(f.url), err)
 	}
+	s.cfg.took("settle", start)
 
 	st := &pageState{url: f.url, status: f.status, hops: f.hops, truncated: f.truncated}
 	if !sameOrigin(s.page.URL(), f.url) {
@@ -510,6 +514,7 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if st.withheld {
 		return nil, ErrCredentialRequired
 	}
+	defer s.cfg.took("recheck", time.Now())
 	v, err := s.view(ctx, nil)
 	defer v.close()
 	if err != nil {

@@ -555,7 +555,9 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 	shootAll := func() ([]image.Image, error) {
 		out := make([]image.Image, len(bands))
 		for i, b := range bands {
+			start := time.Now()
 			img, err := shoot(ctx, t, b.x0, b.y0, b.x1-b.x0, b.y1-b.y0)
+			j.s.cfg.took("shot", start)
 			if err != nil {
 				return nil, err
 			}
