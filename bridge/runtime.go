@@ -67,7 +67,7 @@ func NewRuntime(opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 	w := &logWriter{logf: cfg.logf, prefix: "driver: "}
-	pw, err := playwright.Run(&playwright.RunOptions{
+	pw, err := startDriver(dir, &playwright.RunOptions{
 		DriverDirectory:     dir,
 		SkipInstallBrowsers: true,
 		Verbose:             false,
@@ -75,7 +75,7 @@ func NewRuntime(opts ...Option) (*Runtime, error) {
 		Stderr:              w,
 		// A Logger keeps playwright-go from redirecting the standard logger to Stderr.
 		Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}, cfg.logf)
 	if err != nil {
 		return nil, &SetupError{What: "playwright driver", Looked: []string{dir}, Err: err}
 	}
