@@ -473,6 +473,12 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 	for st.vis == nil || (offset >= len(st.text) && !st.whole()) {
 		snap, cred, err := s.snapshot(ctx, st.url, st.vis)
+		if contextGone(err) {
+			// The document the read was in went away under it: the page replaced itself
+			// without a request (the route aborts every navigation the bridge did not start).
+			s.cfg.logf("bridge: %s: the page replaced its document during the read: %v", policy.CleanURL(st.url), err)
+			return ErrPageChanged
+		}
 		if err != nil {
 			return err
 		}
@@ -533,6 +539,18 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 		return nil, ErrCredentialRequired
 	}
 	return st, nil
+}
+
+// contextGone says whether err is Chromium's answer to an evaluation in a document that is gone:
+// its execution context was destroyed, or its target navigated, while the bridge read it.
+func contextGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := err.Error()
+	return strings.Contains(m, "Cannot find context with specified id") ||
+		strings.Contains(m, "Execution context was destroyed") ||
+		strings.Contains(m, "Inspected target navigated or closed")
 }
 
 // sameOrigin reports whether the document at u is an http(s) document of opened's origin. Every
