@@ -24,10 +24,12 @@ var cliLauncher string
 var runMu sync.Mutex
 
 // startDriver starts the Playwright driver of dir with playwright.Run, through a launcher that
-// answers playwright-go's version check without loading Playwright (js/cli.js): the start of
-// every run, test and live-demo visitor is 0.6 s shorter, more on a busy machine. The version
-// itself was checked before (checkDriverDir). Without a place to keep the launcher, or when the
-// operator set PLAYWRIGHT_CLI_PATH, the driver starts as playwright-go starts it.
+// answers playwright-go's version check without loading Playwright (js/cli.js): every driver
+// start (a run, an MCP session, the live demo's server, a test) is 0.6 s shorter, more on a
+// busy machine. The version itself was checked before (checkDriverDir). Without a place to keep
+// the launcher, or when the operator set PLAYWRIGHT_CLI_PATH, the driver starts as
+// playwright-go starts it. Another playwright.Run of this process that reads the variable
+// meanwhile starts through the same launcher, which does what cli.js does.
 func startDriver(dir string, opts *playwright.RunOptions, logf func(string, ...any)) (*playwright.Playwright, error) {
 	runMu.Lock()
 	defer runMu.Unlock()
@@ -44,9 +46,9 @@ func startDriver(dir string, opts *playwright.RunOptions, logf func(string, ...a
 }
 
 // writeLauncher writes js/cli.js for cli into the user's cache directory, once per cli path and
-// launcher text (the file name holds a hash of both), and returns its path. The directory is
-// the user's own (0700): another user cannot put a script of theirs in the launcher's place. A
-// file found there is used only if it holds exactly what this would write.
+// launcher text (the file name holds a hash of both), and returns its path. It lives in the
+// user's own cache directory (browser-agent/ created 0700, the file 0600 and renamed into
+// place whole), and a file found there is used only if it holds exactly what this would write.
 func writeLauncher(cli string) (string, error) {
 	q, err := json.Marshal(cli)
 	if err != nil {

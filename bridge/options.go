@@ -66,7 +66,8 @@ type config struct {
 	resolved func(ctx context.Context, sess playwright.CDPSession, group string)
 	// phase (benchmarks) is told how long each phase of Open and of the reads took
 	// (BenchmarkOpenPhases): "goto", "settle", "read" (the whole snapshot), "view", "timers",
-	// "pixels", "shot", "eval:<mode>" and "recheck". Called on the session's goroutine; nil: nothing is timed.
+	// "pixels", "shot", "eval:<mode>" and "recheck". Called on the goroutine of the Open or
+	// read; nil: nothing is timed.
 	phase func(name string, d time.Duration)
 }
 
