@@ -22,15 +22,7 @@ func BenchmarkGuardedVsUnguarded(b *testing.B) {
 
 func benchGuarded(b *testing.B, opts ...Option) {
 	s := newSession(b, opts...)
-	bctx, err := plain.NewContext()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bctx.Close()
-	page, err := bctx.NewPage()
-	if err != nil {
-		b.Fatal(err)
-	}
+	page := plainPage(b)
 	url := testFix.Site + "/p/" + newKey() + "/basic.html"
 	ctx := context.Background()
 	guarded := func() {
@@ -74,21 +66,13 @@ func benchGuarded(b *testing.B, opts ...Option) {
 // -count runs.
 func BenchmarkReadVisibility(b *testing.B) {
 	ctx := context.Background()
-	srv, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	demoPol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo-site policy")
-	if err != nil {
-		b.Fatal(err)
-	}
+	demoURL, demoPol := demoSite(b)
 	noPixels := func(c *config) { c.pixels = false }
 	for _, pg := range []struct {
 		name, url string
 		pol       *policy.Policy
 	}{
-		{"record", srv.URL + "/records/SYN-0042", demoPol},
+		{"record", demoURL + "/records/SYN-0042", demoPol},
 		{"long", testFix.Site + "/big/" + newKey() + "?lines=1500", testFix.pol},
 	} {
 		for _, mode := range []struct {
@@ -138,15 +122,7 @@ func BenchmarkReadVisibility(b *testing.B) {
 //	go test ./bridge -run '^$' -bench OpenPhases -benchtime 20x -count 3
 func BenchmarkOpenPhases(b *testing.B) {
 	ctx := context.Background()
-	srv, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	pol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo-site policy")
-	if err != nil {
-		b.Fatal(err)
-	}
+	demoURL, pol := demoSite(b)
 	sums := map[string]time.Duration{}
 	on := false
 	timer := func(c *config) {
@@ -163,16 +139,8 @@ func BenchmarkOpenPhases(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	bctx, err := plain.NewContext()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bctx.Close()
-	page, err := bctx.NewPage()
-	if err != nil {
-		b.Fatal(err)
-	}
-	url := srv.URL + "/records/SYN-0042"
+	page := plainPage(b)
+	url := demoURL + "/records/SYN-0042"
 	var open, plainT time.Duration
 	run := func() {
 		start := time.Now()
@@ -215,4 +183,20 @@ func BenchmarkOpenPhases(b *testing.B) {
 	for name, d := range sums {
 		b.ReportMetric(per(d), name+"-ms")
 	}
+}
+
+// demoSite starts the demo site (seed 1, the default records) for the length of b and returns
+// its origin and its policy.
+func demoSite(b *testing.B) (string, *policy.Policy) {
+	b.Helper()
+	srv, err := demosite.Start(context.Background(), "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Close() })
+	pol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo-site policy")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv.URL, pol
 }

@@ -119,6 +119,21 @@ func plainVisitUntil(t testing.TB, done func() bool, urls ...string) {
 	}
 }
 
+// plainPage opens a page in a new context of the unguarded Chromium, closed when t ends.
+func plainPage(t testing.TB) playwright.Page {
+	t.Helper()
+	bctx, err := plain.NewContext()
+	if err != nil {
+		t.Fatalf("plain context: %v", err)
+	}
+	t.Cleanup(func() { _ = bctx.Close() })
+	page, err := bctx.NewPage()
+	if err != nil {
+		t.Fatalf("plain page: %v", err)
+	}
+	return page
+}
+
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -252,15 +252,7 @@ const toMarkerJS = `(child) => {
 func TestVisibilityCorpus(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
-	bctx, err := plain.NewContext()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bctx.Close()
-	page, err := bctx.NewPage()
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := plainPage(t)
 	shot := func(u string) image.Image {
 		if _, err := page.Goto(u); err != nil {
 			t.Fatalf("control goto: %v", err)
