@@ -256,42 +256,50 @@ func TestSelfNavigation(t *testing.T) {
 	untilChanged("a late blob navigation")
 }
 
-// TestReadDocumentReplaced: the page replaces its document with a blob: one (no request, so the
-// route cannot stop it) while the bridge reads it, deterministically: the test hook between the
-// reader's handles and its first evaluation navigates the page and waits until the new document
-// is there, so the evaluation runs in an execution context that no longer exists. Open must say
-// ErrPageChanged (not a raw protocol error) and give none of the new document's text.
+// TestReadDocumentReplaced: the page replaces its document (no request, so the route cannot stop
+// it) while the bridge reads it, deterministically: the test hook between the reader's handles
+// and its first evaluation navigates the page and waits until the new document is there, so the
+// evaluation runs in an execution context that no longer exists. Open must say ErrPageChanged
+// (not a raw protocol error) and give none of the new document's text. Two ways: a blob:
+// document (the loaded failure) and about:blank (a variation the mapping was not written for).
 func TestReadDocumentReplaced(t *testing.T) {
 	t.Parallel()
-	var once sync.Once
-	replaced := false
-	s := newSession(t, func(c *config) {
-		c.resolved = func(ctx context.Context, sess playwright.CDPSession, group string) {
-			once.Do(func() {
-				nav := `location.href = URL.createObjectURL(new Blob(['<p>SECRET-REPLACED</p>'], {type: 'text/html'}))`
-				if cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": nav}, nil) != nil {
-					return
+	for _, c := range []struct{ name, nav, protocol string }{
+		{"blob", `location.href = URL.createObjectURL(new Blob(['<p>SECRET-REPLACED</p>'], {type: 'text/html'}))`, "blob:"},
+		{"about-blank", `location.href = 'about:blank'`, "about:"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var once sync.Once
+			replaced := false
+			s := newSession(t, func(cfg *config) {
+				cfg.resolved = func(ctx context.Context, sess playwright.CDPSession, group string) {
+					once.Do(func() {
+						if cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": c.nav}, nil) != nil {
+							return
+						}
+						replaced = testutil.Eventually(10*time.Second, func() bool {
+							var r struct {
+								Result struct {
+									Value string `json:"value"`
+								} `json:"result"`
+							}
+							err := cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": "location.protocol", "returnByValue": true}, &r)
+							return err == nil && r.Result.Value == c.protocol
+						})
+					})
 				}
-				replaced = testutil.Eventually(10*time.Second, func() bool {
-					var r struct {
-						Result struct {
-							Value string `json:"value"`
-						} `json:"result"`
-					}
-					err := cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": "location.protocol", "returnByValue": true}, &r)
-					return err == nil && r.Result.Value == "blob:"
-				})
 			})
-		}
-	})
-	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/basic.html")
-	if !replaced {
-		t.Fatalf("the page was not replaced during the read: the test proves nothing (Open: %v)", err)
-	}
-	if strings.Contains(p.Text, "SECRET-REPLACED") {
-		t.Errorf("Open read the replacing document: %q", p.Text)
-	}
-	if !errors.Is(err, ErrPageChanged) {
-		t.Fatalf("Open: got %v, want ErrPageChanged", err)
+			p, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/basic.html")
+			if !replaced {
+				t.Fatalf("the page was not replaced during the read: the test proves nothing (Open: %v)", err)
+			}
+			if strings.Contains(p.Text, "SECRET-REPLACED") {
+				t.Errorf("Open read the replacing document: %q", p.Text)
+			}
+			if !errors.Is(err, ErrPageChanged) {
+				t.Fatalf("Open: got %v, want ErrPageChanged", err)
+			}
+		})
 	}
 }
