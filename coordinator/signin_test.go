@@ -62,7 +62,7 @@ func TestSignInHook(t *testing.T) {
 				if !strings.Contains(last.Content, coordinator.ReasonPersonActed) {
 					t.Errorf("tool result after the takeover: %q, want it to say a person acted", last.Content)
 				}
-				if s := res.Steps[0]; !strings.Contains(s.Reason, "3 clicks, 14 keys, 1 sign-in submissions") {
+				if s := res.Steps[0]; !strings.HasSuffix(s.Reason, "3 clicks, 14 keys, 1 sign-in submission") {
 					t.Errorf("takeover step %+v, want the counts", s)
 				}
 			}

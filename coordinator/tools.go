@@ -539,6 +539,14 @@ func (r *run) show(u string) {
 // maxShown bounds the URLs remembered as presented (a page cannot grow it without bound).
 const maxShown = 5000
 
+// counted writes "1 click", "3 clicks".
+func counted(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
 func orNoRule(reason string) string {
 	if reason == "" {
 		return policy.ReasonNoRule
@@ -564,8 +572,8 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			// reaches the model either way; a takeover is journaled as counts.
 			r.signedIn = true
 			if t, ok := r.c.signIn(ctx, url); ok {
-				reason := fmt.Sprintf("%s: %s, %d clicks, %d keys, %d sign-in submissions", ReasonPersonActed,
-					t.Duration.Round(time.Second), t.Clicks, t.Keys, t.Submits)
+				reason := fmt.Sprintf("%s: %s, %s, %s, %s", ReasonPersonActed, t.Duration.Round(time.Second),
+					counted(t.Clicks, "click"), counted(t.Keys, "key"), counted(t.Submits, "sign-in submission"))
 				return outcome{
 					step: Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: reason, Layer: policy.LayerBrowser}},
 					content: encodeResult(envelope{Tool: tool, Status: resultOK, URL: url, Reason: ReasonPersonActed +

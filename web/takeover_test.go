@@ -176,7 +176,7 @@ func TestTakeover(t *testing.T) {
 		for _, s := range res.Steps {
 			if strings.Contains(s.Reason, coordinator.ReasonPersonActed) {
 				found = true
-				if !strings.Contains(s.Reason, "1 clicks, 14 keys, 1 sign-in submissions") {
+				if !strings.HasSuffix(s.Reason, "1 click, 14 keys, 1 sign-in submission") {
 					t.Errorf("takeover step %q, want the counts", s.Reason)
 				}
 			}
