@@ -234,7 +234,7 @@ func (s *Server) liveReadOnly(r *http.Request) (bool, string) {
 }
 
 func (s *Server) presets(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, presetsJSON())
+	writeJSON(w, http.StatusOK, s.presetsJSON())
 }
 
 // RunRequest is the body of POST /api/runs: exactly one of Preset and Task.
@@ -308,7 +308,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	live, why := s.liveAllowed(r.Context())
-	info := RunInfo{Task: t.Text, Preset: preset.Name, Simulated: preset.Simulated, Model: s.modelName}
+	info := RunInfo{Task: t.Text, Preset: preset.Name, Title: preset.Title, Simulated: preset.Simulated, Model: s.modelName}
 	rec, other, found := s.recordingFor(task, preset)
 	adm, lerr := s.admit(admission{visitor: s.visitor(r), info: info, live: live, why: why, rec: rec, other: other, found: found})
 	if lerr != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge"
@@ -35,8 +36,11 @@ const (
 	ViewWithheld = "sign-in page not shown" // a credential page: the bridge never shoots it
 	ViewNone     = "no live view"           // the browser cannot take screenshots
 	ViewFailed   = "screenshot failed"      // the browser could not take this one
-	frameTimeout = 5 * time.Second          // bounds one screenshot
-	maxFrameSize = 4 << 20                  // a larger screenshot is dropped
+	// ViewHandedBack: a person signed in and handed the browser back; the agent reads nothing of
+	// the page they used and has not opened another yet.
+	ViewHandedBack = "handed back"
+	frameTimeout   = 5 * time.Second // bounds one screenshot
+	maxFrameSize   = 4 << 20         // a larger screenshot is dropped
 )
 
 // Moment is one entry of a run's timeline: a step, or a change of the live view.
@@ -78,7 +82,7 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 	var shots screenshotter
 	var last []byte
 	lastView := ""
-	view := func(ctx context.Context) {
+	view := func(ctx context.Context, after coordinator.Step) {
 		if shots == nil {
 			if lastView != ViewNone {
 				lastView = ViewNone
@@ -100,6 +104,8 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 			return
 		case errors.Is(err, bridge.ErrCredentialRequired):
 			v = ViewWithheld
+		case errors.Is(err, bridge.ErrNoPage) && after.Verdict == policy.Allow && strings.HasPrefix(after.Reason, coordinator.ReasonPersonActed):
+			v = ViewHandedBack
 		case errors.Is(err, bridge.ErrNoPage):
 			v = ViewNoPage
 		default:
@@ -114,7 +120,7 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 		sj := NewStepJSON(s)
 		emit(Moment{AtMS: at(), Step: &sj})
 		if spec.Frames {
-			view(context.WithoutCancel(ctx))
+			view(context.WithoutCancel(ctx), s)
 		}
 	}
 	opts := append(append([]coordinator.Option(nil), spec.Options...), coordinator.WithProgress(progress))

@@ -154,17 +154,46 @@ func rank(label string) int {
 
 // PresetJSON is a preset as GET /api/presets lists it.
 type PresetJSON struct {
-	Name      string             `json:"name"`
-	Title     string             `json:"title"`
-	Task      string             `json:"task"`
-	Expect    coordinator.Status `json:"expect"`
-	Simulated bool               `json:"simulated"`
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Task  string `json:"task"`
+	// Shows says what a run of the preset shows, for its card on the page.
+	Shows string `json:"shows"`
+	// Expect is the status the run ends with when nobody acts on it.
+	Expect coordinator.Status `json:"expect"`
+	// ExpectSignedIn is the status it ends with when the visitor takes over at the sign-in page,
+	// signs in and hands back: set for a preset that stops at a sign-in page on a server whose
+	// policy names a sign-in route (the takeover is offered), "" otherwise.
+	ExpectSignedIn coordinator.Status `json:"expect_signed_in,omitempty"`
+	Simulated      bool               `json:"simulated"`
 }
 
-func presetsJSON() []PresetJSON {
+// presetShows is what each preset's run shows, as its card says; the sign-in preset's text
+// depends on whether the takeover is offered (presetShowsSignIn).
+var presetShows = map[string]string{
+	"lookup":              "The agent searches the site, reads record SYN-0042 and its registry B copy, and answers; every value is checked against both pages.",
+	"blocked-write":       "A delete link, scripted in place of the model's first turn (a real model refuses to try it), is denied before the browser moves.",
+	"off-site":            "An open of https://example.com/, scripted in place of the model's first turn, is denied: only the approved site is reachable.",
+	"sign-in":             "The record is behind a sign-in page: the run stops there and the agent reads nothing of the page.",
+	"conflicting-sources": "The record and its registry B copy disagree: the answer is withheld and the values are shown side by side.",
+}
+
+const presetShowsSignIn = "The record is behind a sign-in page: the run pauses and the agent reads nothing of it. You can take over, sign in with the demo credential the page shows, and hand back; the agent then reads the record."
+
+// presetsJSON lists the presets as this server runs them: a preset that stops at a sign-in page
+// ends answered once the visitor signs in, when the policy offers the takeover.
+func (s *Server) presetsJSON() []PresetJSON {
+	takeover := false
+	for _, site := range s.pol.Sites() {
+		takeover = takeover || len(site.SignIn) > 0
+	}
 	var out []PresetJSON
 	for _, p := range presets.All() {
-		out = append(out, PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Expect: p.Expect, Simulated: p.Simulated})
+		pj := PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Shows: presetShows[p.Name], Expect: p.Expect, Simulated: p.Simulated}
+		if takeover && p.Expect == coordinator.StatusHuman {
+			pj.Shows, pj.ExpectSignedIn = presetShowsSignIn, coordinator.StatusAnswered
+		}
+		out = append(out, pj)
 	}
 	return out
 }

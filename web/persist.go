@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // WhyRestarted ends a run that was waiting in the queue when the server stopped.
@@ -45,7 +46,8 @@ func (s *Server) restore() error {
 		return err
 	}
 	for _, q := range queued {
-		r := newRun(q.ID, q.Visitor, q.QueuedAt, RunInfo{Preset: q.Preset, Model: s.modelName})
+		p, _ := presets.ByName(q.Preset)
+		r := newRun(q.ID, q.Visitor, q.QueuedAt, RunInfo{Preset: q.Preset, Title: p.Title, Model: s.modelName})
 		r.finish(errorResult(r.snapshot().RunInfo, now.UTC(), WhyRestarted))
 		s.reg.add(r, s.limits.KeepRuns)
 		if err := s.visitLog.Dequeue(ctx, q.ID); err != nil {

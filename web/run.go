@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/policy"
 )
 
 // Run states.
@@ -31,6 +32,8 @@ type RunInfo struct {
 	Place  int    `json:"place,omitempty"` // place in the queue while queued, 1 = next
 	Task   string `json:"task"`
 	Preset string `json:"preset,omitempty"`
+	// Title is the preset's title, as its card on the page names it ("" for a typed task).
+	Title string `json:"title,omitempty"`
 	// Simulated is set for the two simulated presets: one scripted tool call is substituted for
 	// the model's turn, because a real model refuses it; the policy's decision on it is real.
 	Simulated bool          `json:"simulated"`
@@ -166,6 +169,19 @@ func (r *run) moment(m Moment) {
 		ev.Seq = 0
 		r.emitLocked(EventFrame, ev)
 	}
+}
+
+// atSignIn says the live view's page is the sign-in page at url, never shot: the run waits there
+// for a person (the step that opened it is decided once the wait ends). Only url's origin and
+// path are shown: the step, once decided, shows the URL as the coordinator redacts it.
+func (r *run) atSignIn(url string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.frame = nil
+	r.fj = FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: ViewWithheld, URL: policy.CleanURL(url)}
+	ev := r.fj
+	ev.Seq = 0
+	r.emitLocked(EventFrame, ev)
 }
 
 // finish records the result and ends the stream.

@@ -102,6 +102,7 @@ func (s *Server) signInFunc(r *run) func(ctx context.Context, b coordinator.Brow
 		t.mu.Lock()
 		t.b, t.holder, t.released = tb, "", false
 		t.mu.Unlock()
+		r.atSignIn(url)
 		r.setState(StateWaiting, 0, func(i *RunInfo) {
 			i.Takeover = &TakeoverInfo{WaitUntil: waitUntil.UTC(), Banner: BannerAgent}
 		})
