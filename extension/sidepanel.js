@@ -1,6 +1,6 @@
 // sidepanel.js: presets, the step stream and the result from a browser-agent serve instance.
 // Everything from the server is set with textContent (see render.js).
-import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError } from "./render.js";
+import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, runTitle, expectText, viewText } from "./render.js";
 import { DEFAULT_SERVER } from "./config.js";
 
 const $ = (id) => document.getElementById(id);
@@ -27,6 +27,8 @@ async function loadPresets() {
     for (const p of await resp.json()) {
       const b = el("button", { type: "button", class: "preset", "data-preset": p.name, title: p.task },
         el("span", { class: "preset-title", text: p.title }),
+        el("span", { class: "preset-shows", text: p.shows }),
+        el("span", { class: "preset-expect", text: expectText(p) }),
         p.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null);
       b.addEventListener("click", () => start(p.name));
       box.append(b);
@@ -59,7 +61,7 @@ async function start(preset) {
 
 function showInfo(info) {
   current.info = info;
-  $("run-title").textContent = info.preset ? "Preset: " + info.preset : "Task";
+  $("run-title").textContent = runTitle(info);
   const badges = $("run-badges");
   badges.replaceChildren(el("span", { class: "task-text", text: "\u201c" + info.task + "\u201d" }));
   if (info.recorded) badges.append(el("span", { class: "tag tag-recorded", text: "recorded" }));
@@ -67,18 +69,11 @@ function showInfo(info) {
   $("recorded-banner").hidden = !info.recorded;
   $("recorded-banner").textContent = info.recorded ? recordedText(info.recorded) : "";
   $("simulated-banner").hidden = !info.simulated;
-  $("simulated-banner").textContent = info.simulated ? SIMULATED_TEXT : "";
+  $("simulated-banner").textContent = info.simulated ? simulatedText(info) : "";
   const st = $("run-state");
   st.dataset.state = info.state;
   st.textContent = info.state === "queued" ? "Waiting: number " + info.place + " in line." : info.state === "running" ? (info.recorded ? "Playing the recorded run…" : "Running…") : "";
 }
-
-const VIEW_TEXT = {
-  "no page open": "No page open: denied URLs are decided before any browser work.",
-  "sign-in page not shown": "Sign-in page: not shown, and nothing on it was read.",
-  "no live view": "No live view for this run.",
-  "screenshot failed": "The browser could not take this screenshot.",
-};
 
 // showFrame fetches the frame (a cross-origin image needs CORS, so it is fetched, not linked).
 async function showFrame(me, f) {
@@ -87,7 +82,7 @@ async function showFrame(me, f) {
   if (f.view) {
     img.hidden = true;
     note.hidden = false;
-    note.textContent = VIEW_TEXT[f.view] || f.view;
+    note.textContent = viewText(f);
     return;
   }
   if (!f.seq) return;

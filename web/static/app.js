@@ -1,10 +1,11 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
 import { showTakeover } from "./takeover.js";
-import { el, statusBadge, stepItem, resultView, recordedText, SIMULATED_TEXT, apiError, plural, runsLeftText } from "./render.js";
+import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, plural, runsLeftText, runTitle, expectText, urlCode, viewText } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { id, es, info, done }
+let health = null; // the last GET /api/health
 
 function notice(msg, kind) {
   const n = $("notice");
@@ -23,15 +24,34 @@ async function loadPresets() {
     const resp = await fetch("/api/presets");
     if (!resp.ok) throw new Error(await apiError(resp));
     for (const p of await resp.json()) {
+      // The card says what the run will show and how it ends; the line under it, whether it is
+      // a live run (loadHealth).
       const b = el("button", { type: "button", class: "preset", "data-preset": p.name, title: p.task },
         el("span", { class: "preset-title", text: p.title }),
-        el("span", { class: "preset-task", text: p.task }),
+        el("span", { class: "preset-task", text: "\u201c" + p.task + "\u201d" }),
+        el("span", { class: "preset-shows", text: p.shows }),
+        el("span", { class: "preset-expect", "data-expect": p.expect, "data-expect-signed-in": p.expect_signed_in || null, text: expectText(p) }),
+        el("span", { class: "preset-uses" }),
         p.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null);
       b.addEventListener("click", () => start({ preset: p.name }));
       box.append(b);
     }
+    showUses();
   } catch (e) {
     notice("Could not load the presets: " + e.message, "error");
+  }
+}
+
+// showUses says on each preset card whether a run now is one of the visitor's live runs or plays
+// a recording.
+function showUses() {
+  if (!health) return;
+  const mine = health.live && health.runs_left > 0;
+  const uses = mine ? "Uses one of your " + plural(health.runs_left, "live run") + " left."
+    : "Plays a recorded real run: " + (health.live ? "you have no live runs left." : "live runs are paused.");
+  for (const u of document.querySelectorAll("#presets .preset-uses")) {
+    u.textContent = uses;
+    u.dataset.live = String(mine);
   }
 }
 
@@ -44,14 +64,20 @@ async function loadHealth() {
     const hours = l.window_seconds === 3600 ? "per hour" : "per " + Math.round(l.window_seconds / 60) + " min";
     $("limits").textContent = "Live limits: " + (l.concurrent === 1 ? "one run at a time" : l.concurrent + " runs at a time") +
       ", " + l.per_visitor + " runs per visitor " + hours + ", $" + l.daily_spend_usd + " of model spend a day; then a recorded real run plays instead.";
+    // Live runs are on for this visitor only while they have some left: with none left, one line
+    // says so, and that their runs play recordings.
+    const mine = h.live && h.runs_left > 0;
     const hl = $("health");
-    hl.hidden = false;
+    hl.hidden = h.live && !mine;
     hl.className = "health " + (h.live ? "health-live" : "health-recorded");
     hl.textContent = h.live ? "Live runs are on." : "Live runs are paused (" + h.why + "): runs play a recorded real run, labelled recorded.";
     const rl = $("runs-left");
     rl.hidden = !h.live;
+    rl.className = "runs-left" + (mine ? "" : " runs-left-none");
     rl.textContent = runsLeftText(h);
     rl.dataset.left = String(h.runs_left);
+    health = h;
+    showUses();
   } catch (e) { /* the page works without it */ }
 }
 
@@ -74,7 +100,15 @@ async function start(body) {
   }
   const created = await resp.json();
   attach(created.id, created);
+  reveal();
   loadHealth();
+}
+
+// reveal brings the run into view when it starts below the fold (on a phone, below the presets):
+// a tap must show something happen.
+function reveal() {
+  const r = $("run").getBoundingClientRect();
+  if (r.top > window.innerHeight * 0.6 || r.top < 0) $("run").scrollIntoView({ block: "start" });
 }
 
 function resetRun(info) {
@@ -85,18 +119,21 @@ function resetRun(info) {
   $("result-body").replaceChildren();
   $("frame").hidden = true;
   $("frame").removeAttribute("src");
+  $("screen").classList.remove("has-frame");
+  delete $("screen-note").dataset.view;
   $("screen-note").hidden = false;
   $("screen-note").textContent = info && info.recorded ? "Loading the recorded run…" : "Starting the browser…";
   $("frame-caption").textContent = "";
   $("phases").replaceChildren();
   $("phases").hidden = true;
+  $("steps").classList.remove("steps-all");
   showInfo(info);
 }
 
 function showInfo(info) {
   if (!info) return;
   current.info = info;
-  $("run-title").textContent = info.preset ? "Preset: " + info.preset : "Task";
+  $("run-title").textContent = runTitle(info);
   $("run-title").title = info.task;
   const badges = $("run-badges");
   badges.replaceChildren(el("span", { class: "task-text", text: "\u201c" + info.task + "\u201d" }));
@@ -111,7 +148,7 @@ function showInfo(info) {
   $("spectator-banner").hidden = !current.spectator;
   const sb = $("simulated-banner");
   sb.hidden = !info.simulated;
-  sb.textContent = info.simulated ? SIMULATED_TEXT : "";
+  sb.textContent = info.simulated ? simulatedText(info) : "";
   const tag = $("live-tag");
   tag.textContent = info.recorded ? "recorded" : info.state === "done" ? "ended" : "live";
   tag.className = "tag " + (info.recorded ? "tag-recorded" : info.state === "done" ? "" : "tag-live");
@@ -124,13 +161,6 @@ function showInfo(info) {
   st.dataset.state = info.state;
 }
 
-const VIEW_TEXT = {
-  "no page open": "No page open. Denied URLs are decided before any browser work, so the browser never moved.",
-  "sign-in page not shown": "Sign-in page: the live view is withheld and nothing on the page was read.",
-  "no live view": "This run's browser has no live view.",
-  "screenshot failed": "The browser could not take this screenshot.",
-};
-
 function showFrame(id, f) {
   const img = $("frame");
   const note = $("screen-note");
@@ -138,16 +168,19 @@ function showFrame(id, f) {
     img.hidden = true;
     img.removeAttribute("src");
     note.hidden = false;
-    note.textContent = VIEW_TEXT[f.view] || f.view;
+    note.textContent = viewText(f);
+    note.dataset.view = f.view;
   } else if (f.seq) {
     img.src = "/api/runs/" + encodeURIComponent(id) + "/frame?seq=" + f.seq;
     img.hidden = false;
     note.hidden = true;
+    delete note.dataset.view;
   }
+  $("screen").classList.toggle("has-frame", !img.hidden);
   const cap = $("frame-caption");
   cap.replaceChildren();
   if (f.step) cap.append("after " + plural(f.step, "step"));
-  if (f.url) cap.append(" \u00b7 ", el("code", { class: "frame-url", text: f.url, title: f.url }));
+  if (f.url) cap.append(" \u00b7 ", urlCode(f.url, "frame-url"));
   if (f.verdict) {
     const deny = f.verdict !== "allow";
     cap.append(" \u00b7 last request ", el("span", { class: "verdict " + (deny ? "verdict-deny" : "verdict-allow"), text: deny ? "denied" : "allowed" }),
@@ -155,6 +188,18 @@ function showFrame(id, f) {
   }
   cap.dataset.seq = String(f.seq || 0);
 }
+
+// On a phone the frame is wider than the screen: a run's first frame is shown from its middle
+// (where a page's content usually is); after that the visitor's own scrolling is kept, also
+// across a placeholder shown between frames.
+$("frame").addEventListener("load", () => {
+  const sc = $("screen");
+  if (!current || sc.scrollWidth <= sc.clientWidth) return;
+  sc.scrollLeft = current.scrollX !== undefined ? current.scrollX : (sc.scrollWidth - sc.clientWidth) / 2;
+});
+$("screen").addEventListener("scroll", () => {
+  if (current && $("screen").classList.contains("has-frame")) current.scrollX = $("screen").scrollLeft;
+});
 
 // Click to enlarge: the frame at its own size in a dialog, scrollable on a small screen.
 $("frame").addEventListener("click", () => {
@@ -175,11 +220,12 @@ const PHASE_TEXT = {
   "browser ready": "Browser ready",
 };
 
-// showPhase adds a start phase of the run's browser, with its time since the run began.
+// showPhase adds a start phase of the run's browser, with its time since the run began when that
+// is a tenth of a second or more (a browser started before the run is ready at once).
 function showPhase(p) {
   const text = PHASE_TEXT[p.phase] || p.phase;
   $("phases").hidden = false;
-  $("phases").append(el("li", { "data-phase": p.phase, text: text + " \u00b7 " + (p.at_ms / 1000).toFixed(1) + " s" }));
+  $("phases").append(el("li", { "data-phase": p.phase, text: p.at_ms >= 100 ? text + " \u00b7 " + (p.at_ms / 1000).toFixed(1) + " s" : text }));
   if ($("frame").hidden && !$("steps").children.length) {
     $("screen-note").textContent = p.phase === "browser ready" ? "Browser ready: the model is choosing its first tool…" : text + "…";
   }
@@ -201,6 +247,8 @@ function showResult(res) {
 function finish() {
   if (!current) return;
   current.done = true;
+  // The run is over: every step is shown, from the first (while it ran, the box followed the last).
+  $("steps").classList.add("steps-all");
   if (current.es) current.es.close();
   busy(false);
   loadHealth();

@@ -19,7 +19,7 @@ export function el(tag, attrs, ...children) {
 
 const STATUS = {
   answered: "Answered",
-  uncertain: "Uncertain: sources conflict",
+  uncertain: "Uncertain",
   blocked: "Blocked",
   human_action_required: "Human action required",
   rejected: "Rejected",
@@ -38,6 +38,23 @@ export function fmtTime(iso) {
   const d = new Date(iso);
   if (isNaN(d.getTime())) return String(iso || "");
   return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+// runTitle is a run's heading: its preset's title as the preset's card names it, or "Your task".
+export function runTitle(info) {
+  return info.title || (info.preset ? "Preset \u201c" + info.preset + "\u201d" : "Your task");
+}
+
+// urlCode shows a URL as code that wraps only between its parts (after "/", "?", "&", "=", "#"),
+// never inside one: a record ID such as SYN-0042 stays whole. The text is the URL unchanged.
+export function urlCode(url, cls) {
+  const c = el("code", { class: (cls ? cls + " " : "") + "url", title: url });
+  const parts = String(url).split(/(?<=[/?&=#])/);
+  parts.forEach((p, i) => {
+    if (i > 0) c.append(el("wbr"));
+    c.append(p.length <= 48 ? el("span", { class: "url-part", text: p }) : p);
+  });
+  return c;
 }
 
 // plural writes "1 step", "2 steps".
@@ -60,7 +77,7 @@ export function stepItem(s) {
     el("span", { class: "step-n", text: String(s.n) }),
     el("span", { class: "step-main" },
       el("span", { class: "step-tool", text: s.tool }),
-      s.url ? el("code", { class: "step-url", text: s.url, title: s.url }) : null,
+      s.url ? urlCode(s.url, "step-url") : null,
       el("span", { class: "step-reason" },
         el("span", { class: vcls, text: label }),
         " " + (s.reason || ""),
@@ -68,13 +85,15 @@ export function stepItem(s) {
         s.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null)));
 }
 
-// compareTable shows every field the run extracted about its record, one column per source:
-// the agreeing fields and the conflicting ones, each with its value from both sources. On narrow
-// screens the rows stack (each cell says its source).
+// compareTable shows every field the run extracted about its record, one column per source,
+// after the answer's own value when the run answered: the agreeing fields and the conflicting
+// ones, each value beside the source it came from. On narrow screens the rows stack (each cell
+// says its source).
 export function compareTable(res) {
   const ev = (res.evidence || []).filter((e) => !res.record_id || e.record_id === res.record_id);
-  const urls = [];
-  const labels = [];
+  const urls = sourceURLs(res);
+  const answer = new Map(answered(res) ? res.fields.map((f) => [f.label, f.value]) : []);
+  const labels = [...answer.keys()];
   const val = new Map();
   for (const e of ev) {
     if (!urls.includes(e.url)) urls.push(e.url);
@@ -83,18 +102,30 @@ export function compareTable(res) {
   }
   const conflicting = new Set((res.conflicts || []).map((c) => c.label));
   const head = el("tr", {}, el("th", { text: "Field" }));
-  urls.forEach((u, i) => head.append(el("th", {}, el("span", { class: "source-n", text: "Source " + (i + 1) + " " }), el("code", { text: u, title: u }))));
+  if (answer.size) head.append(el("th", { text: "Answer" }));
+  urls.forEach((u, i) => head.append(el("th", {}, el("span", { class: "source-n", text: "Source " + (i + 1) + " " }), urlCode(u))));
   const body = el("tbody");
   for (const l of labels) {
     const vals = urls.map((u) => val.get(l + "\u0000" + u));
     const present = vals.filter((v) => v !== undefined);
-    const conflict = conflicting.has(l) || new Set(present).size > 1;
+    const conflict = conflicting.has(l) || new Set(present).size > 1 || (answer.has(l) && present.some((v) => v !== answer.get(l)));
     const row = el("tr", { class: conflict ? "row-conflict" : "row-agree", "data-field": l },
       el("th", { scope: "row" }, l, el("span", { class: "tag " + (conflict ? "tag-conflict" : "tag-agree"), text: conflict ? "conflict" : "agree" })));
-    vals.forEach((v, i) => row.append(el("td", { "data-source": "Source " + (i + 1) + ": " + urls[i], text: v === undefined ? "\u2014" : v })));
+    if (answer.size) row.append(el("td", { class: "answer-value", "data-source": "Answer", text: answer.has(l) ? answer.get(l) : "\u2014" }));
+    vals.forEach((v, i) => row.append(el("td", { "data-source": "Source " + (i + 1), title: urls[i], text: v === undefined ? "\u2014" : v })));
     body.append(row);
   }
   return el("div", { class: "conflict-wrap" }, el("table", { class: "conflict compare" }, el("thead", {}, head), body));
+}
+
+// answered says whether the result is an answer with fields: only then is there an answer to show.
+function answered(res) {
+  return res.status === "answered" && !!(res.fields && res.fields.length);
+}
+
+// sourceURLs are the run's sources in the order the result lists them (Source 1, Source 2, ...).
+function sourceURLs(res) {
+  return (res.sources || []).map((s) => s.url);
 }
 
 // resultView renders a run's result: status, reason, fields, sources with retrieval times, and
@@ -108,22 +139,18 @@ export function resultView(res, info) {
   if (res.note) {
     box.append(el("p", { class: "note" }, el("strong", { text: "Model said: " }), res.note));
   }
-  if (res.fields && res.fields.length) {
-    const dl = el("dl", { class: "fields" });
-    for (const f of res.fields) dl.append(el("dt", { text: f.label }), el("dd", { text: f.value }));
-    box.append(el("h4", { text: "Fields" }), dl);
-  }
-  if (res.conflicts && res.conflicts.length) {
-    box.append(el("h4", { text: "Every field, by source" }), compareTable(res));
+  if (answered(res) || (res.conflicts && res.conflicts.length)) {
+    box.append(el("h4", { text: answered(res) ? "The answer, field by field, beside each source" : "Every field, by source" }), compareTable(res));
   }
   if (res.sources && res.sources.length) {
     const ul = el("ul", { class: "sources" });
-    for (const s of res.sources) {
+    res.sources.forEach((s, i) => {
       ul.append(el("li", {},
-        el("code", { text: s.url }),
+        el("span", { class: "source-n", text: "Source " + (i + 1) + " " }),
+        urlCode(s.url),
         el("span", { class: "retrieved", text: " retrieved " + fmtTime(s.retrieved_at) }),
         s.cited ? el("span", { class: "tag", text: "cited" }) : null));
-    }
+    });
     box.append(el("h4", { text: "Sources" }), ul);
   }
   if (res.simulated) {
@@ -142,6 +169,25 @@ export function resultView(res, info) {
   return box;
 }
 
+// The live view's placeholders, by the reason the server gives for showing no frame.
+const VIEW_TEXT = {
+  "sign-in page not shown": "Sign-in page: the live view is withheld and nothing on the page was read.",
+  "handed back": "Handed back: the agent reads nothing of the page the person used, and opens the page it needs again.",
+  "no live view": "This run's browser has no live view.",
+  "screenshot failed": "The browser could not take this screenshot.",
+};
+
+// viewText says why the live view shows no frame. "No page open" is explained by a denial only
+// when the last request was denied.
+export function viewText(f) {
+  if (f.view === "no page open") {
+    return f.verdict && f.verdict !== "allow"
+      ? "No page open: the denied request was decided before any browser work, so the browser never moved."
+      : "No page open in the agent's browser yet.";
+  }
+  return VIEW_TEXT[f.view] || f.view;
+}
+
 // recordedText labels a recorded run.
 export function recordedText(rec) {
   let t = "Recorded run: live runs are paused (" + rec.why + "). ";
@@ -154,7 +200,18 @@ export function recordedText(rec) {
   return t;
 }
 
-export const SIMULATED_TEXT = "Simulated preset: a real model refuses this, so one scripted tool call is substituted for its turn to show the policy blocking it. The decision is real.";
+// simulatedText labels a simulated preset's run: live, it drives the real browser and counts as
+// one of the visitor's live runs; recorded, it was a real run when recorded.
+export function simulatedText(info) {
+  const t = "Simulated preset: a real model refuses this, so one scripted tool call is substituted for its turn to show the policy blocking it. ";
+  return t + (info && info.recorded ? "The decision was real when this run was recorded." : "The browser and the decision are real, and the run counts as one of your live runs.");
+}
+
+// expectText says how a preset's run ends, as its card shows it.
+export function expectText(p) {
+  if (p.expect_signed_in) return "Ends " + statusLabel(p.expect_signed_in).toLowerCase() + " once you sign in; otherwise " + statusLabel(p.expect).toLowerCase() + ".";
+  return "Ends " + statusLabel(p.expect).toLowerCase() + ".";
+}
 
 // runsLeftText says how many live runs a visitor has left in the window.
 export function runsLeftText(h) {

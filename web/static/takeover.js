@@ -59,7 +59,11 @@ async function refreshOnce() {
   if (state.url) URL.revokeObjectURL(state.url);
   state.url = url;
   img.src = url;
-  img.hidden = false;
+  if (img.hidden) {
+    img.hidden = false;
+    // On a phone the view is wider than the screen: it starts at its middle, where the form is.
+    img.addEventListener("load", () => { const sc = $("takeover-screen"); sc.scrollLeft = (sc.scrollWidth - sc.clientWidth) / 2; }, { once: true });
+  }
 }
 
 function ended(msg) {
@@ -81,6 +85,11 @@ function send(input) {
   queue.then(() => setTimeout(refresh, 150));
 }
 
+// What the banner says once nobody is in control of the browser but the agent.
+const BANNER_BACK = "the agent has the browser again; nobody else is in control";
+const BANNER_RELEASING = "handing the browser back to the agent; you are no longer in control";
+const BANNER_ENDED = "the run has ended; its browser is closed";
+
 // last is the info the panel last showed, shown again once the server said whose run it is.
 let last = null;
 
@@ -101,10 +110,22 @@ export function showTakeover(id, info, mine) {
   const box = $("takeover");
   const t = info && info.state === "waiting_for_human" ? info.takeover : null;
   if (!t) {
-    if (state && state.id === id && state.held) ended("The agent has the browser again: it continues in the same session.");
+    // No takeover now: the panel, if this run had one, says so (the agent has the browser back,
+    // or the run is over), never that a person is still in control.
+    if (state && state.id === id) {
+      if (state.held) ended("The agent has the browser again: it continues in the same session.");
+      const done = !!info && info.state === "done";
+      box.classList.add("takeover-over");
+      const banner = $("takeover-banner");
+      banner.textContent = done ? BANNER_ENDED : BANNER_BACK;
+      banner.toggleAttribute("data-ended", done);
+      if (done) $("takeover-note").textContent = "";
+    }
     box.hidden = !state || state.id !== id;
     return;
   }
+  box.classList.remove("takeover-over");
+  $("takeover-banner").removeAttribute("data-ended");
   if (!state || state.id !== id) {
     state = { id, held: false, timer: null, url: null, idle: 0, max: 0, yours: mine ? null : false };
     if (mine) whose(id);
@@ -149,6 +170,7 @@ $("takeover-release").addEventListener("click", async () => {
   if (!state) return;
   await queue; // what was typed reaches the page before the agent gets it back
   try { await post(state.id, "release"); } catch (e) { /* the lease may have ended already */ }
+  if (state && state.held) $("takeover-banner").textContent = BANNER_RELEASING; // until the run says the agent has it
   ended("Handed back: the agent continues in the same browser. If the page still asks for a password, the run ends: human action required.");
 });
 
