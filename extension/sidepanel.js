@@ -1,6 +1,6 @@
 // sidepanel.js: presets, the step stream and the result from a browser-agent serve instance.
 // Everything from the server is set with textContent (see render.js).
-import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, runTitle, expectText, viewText } from "./render.js";
+import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, runTitle, expectText, viewText, whole } from "./render.js";
 import { DEFAULT_SERVER } from "./config.js";
 
 const $ = (id) => document.getElementById(id);
@@ -27,7 +27,7 @@ async function loadPresets() {
     for (const p of await resp.json()) {
       const b = el("button", { type: "button", class: "preset", "data-preset": p.name, title: p.task },
         el("span", { class: "preset-title", text: p.title }),
-        el("span", { class: "preset-shows", text: p.shows }),
+        el("span", { class: "preset-shows" }, whole(p.shows)),
         el("span", { class: "preset-expect", text: expectText(p) }),
         p.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null);
       b.addEventListener("click", () => start(p.name));
@@ -63,7 +63,7 @@ function showInfo(info) {
   current.info = info;
   $("run-title").textContent = runTitle(info);
   const badges = $("run-badges");
-  badges.replaceChildren(el("span", { class: "task-text", text: "\u201c" + info.task + "\u201d" }));
+  badges.replaceChildren(el("span", { class: "task-text" }, whole("\u201c" + info.task + "\u201d")));
   if (info.recorded) badges.append(el("span", { class: "tag tag-recorded", text: "recorded" }));
   if (info.simulated) badges.append(el("span", { class: "tag tag-simulated", text: "simulated" }));
   $("recorded-banner").hidden = !info.recorded;

@@ -65,14 +65,16 @@ func TestFrameSeq(t *testing.T) {
 }
 
 // TestPageLiveView: the live view at 1280 and 390 px wide: at desktop width the frame is shown at
-// (nearly) its own width, on a phone it fills the screen's width and a click shows it at full
-// size; the caption names the page and the last request's verdict.
+// (nearly) its own width; on a phone, not as a thumbnail but at 70% of its size in a box of the
+// screen's width that scrolls sideways, starting at its middle; a click shows it at full size; the
+// caption names the page and the last request's verdict.
 func TestPageLiveView(t *testing.T) {
 	_, ts := newServer(t, WithRecordedOnly(true), WithPlayback(0.5, 300*time.Millisecond))
 	for _, tc := range []struct {
 		width    int
 		minFrame float64
-	}{{1280, 1000}, {390, 340}} {
+		scrolls  bool
+	}{{1280, 1000, false}, {390, 890, true}} {
 		t.Run(fmt.Sprint(tc.width), func(t *testing.T) {
 			page := newPageAt(t, tc.width, 900)
 			_, err := page.Goto(ts.URL)
@@ -83,9 +85,21 @@ func TestPageLiveView(t *testing.T) {
 			must(t, "caption verdict", expect.Locator(page.Locator("#frame-caption")).ToContainText("last request allowed"))
 			box, err := page.Locator("#frame").BoundingBox()
 			must(t, "box", err)
-			if box.Width < tc.minFrame || box.X+box.Width > float64(tc.width)+0.5 {
-				t.Errorf("live view at %d px: frame %.0f px wide at x=%.0f, want at least %.0f and on screen", tc.width, box.Width, box.X, tc.minFrame)
+			screen, err := page.Locator("#screen").BoundingBox()
+			must(t, "screen box", err)
+			if box.Width < tc.minFrame || screen.X < 0 || screen.X+screen.Width > float64(tc.width)+0.5 {
+				t.Errorf("live view at %d px: frame %.0f px wide in a box at x=%.0f, %.0f px wide; want at least %.0f, the box on screen", tc.width, box.Width, screen.X, screen.Width, tc.minFrame)
 			}
+			left, err := page.Locator("#screen").Evaluate("el => el.scrollLeft", nil)
+			must(t, "scroll", err)
+			l, _ := left.(float64)
+			if n, ok := left.(int); ok {
+				l = float64(n)
+			}
+			if tc.scrolls != (l > 0) {
+				t.Errorf("live view at %d px: scrolled to %v, want scrolled to the middle: %v", tc.width, left, tc.scrolls)
+			}
+			checkFits(t, page, tc.width)
 			shot(t, page, fmt.Sprintf("page-live-view-%d", tc.width))
 			must(t, "enlarge", page.Locator("#frame").Click())
 			must(t, "zoom open", expect.Locator(page.Locator("#zoom-img")).ToBeVisible())

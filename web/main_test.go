@@ -197,10 +197,14 @@ func newServer(t *testing.T, opts ...Option) (*Server, *httptest.Server) {
 	return s, ts
 }
 
-// outDir is tests/out at the repository root, where screenshots are kept as CI artifacts.
+// outDir is tests/out at the repository root, where screenshots are kept as CI artifacts, or
+// $BROWSER_AGENT_SHOTS when set.
 func outDir(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(repo, "tests", "out")
+	if d := os.Getenv("BROWSER_AGENT_SHOTS"); d != "" {
+		dir = d
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

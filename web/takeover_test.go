@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -383,9 +384,12 @@ func takeoverSignIn(t *testing.T, launch Launcher) {
 	}
 }
 
-// TestPageTakeover: a real browser drives the demo page as the visitor: start sign-in, take over,
-// click into the live view, type the demo credential, submit, hand back → the run ends answered.
-// A second visitor's page shows the banner but no take-over button and no frame.
+// TestPageTakeover: a real browser drives the demo page as the visitor, on a 390 px phone: start
+// sign-in, take over, click into the live view, type the demo credential, submit, hand back → the
+// run ends answered, as the card says it does once the visitor signs in. At each stage the banner
+// and the live view's placeholder say what is true: paused and withheld, a person in control, the
+// agent in control again, the run ended. A second visitor's page shows the banner but no
+// take-over button and no frame.
 func TestPageTakeover(t *testing.T) {
 	s, err := New(signInPolicy(t), WithLauncher(realLaunch), WithModel("offline", offlineModel), WithLedger(newLedger()),
 		WithTrustedProxies(loopback))
@@ -395,14 +399,33 @@ func TestPageTakeover(t *testing.T) {
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { s.Close() })
-	page := newPage(t)
+	page := newPageAt(t, 390, 844)
 	_, err = page.Goto(ts.URL)
 	must(t, "goto", err)
+	var card PresetJSON
+	for _, p := range s.presetsJSON() {
+		if p.Name == "sign-in" {
+			card = p
+		}
+	}
+	if card.ExpectSignedIn != coordinator.StatusAnswered {
+		t.Fatalf("the sign-in card on a server that offers the takeover: %+v, want it to end answered once signed in", card)
+	}
 	must(t, "click sign-in", page.Locator(`button[data-preset="sign-in"]`).Click())
+	must(t, "the run in view", expect.Locator(page.Locator("#run-title")).ToBeInViewport())
 	must(t, "paused banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerAgent, playwright.LocatorAssertionsToHaveTextOptions{Timeout: playwright.Float(90_000)}))
+	must(t, "withheld while waiting", expect.Locator(page.Locator("#screen-note")).ToHaveText(viewWithheld))
+	must(t, "the button styled", expect.Locator(page.Locator("#takeover-start")).ToHaveCSS("background-color", "rgb(179, 92, 0)"))
+	must(t, "to the banner", page.Locator("#takeover").ScrollIntoViewIfNeeded())
+	shotView(t, page, "phone-sign-in-waiting")
 	must(t, "take over", page.Locator("#takeover-start").Click())
 	must(t, "person banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerPerson))
 	must(t, "frame", expect.Locator(page.Locator("#takeover-frame")).ToBeVisible())
+	fw, err := page.Locator("#takeover-frame").BoundingBox()
+	must(t, "takeover frame box", err)
+	if fw.Width < 890 {
+		t.Errorf("the takeover view on a phone is %.0f px wide, want 70%% of the page (896 px), scrolled", fw.Width)
+	}
 	// Another visitor following the run sees who is in control, and neither the button nor the
 	// frame; the frame endpoint refuses them.
 	bctx, err := ui.NewContext(playwright.BrowserNewContextOptions{ExtraHttpHeaders: map[string]string{"X-Forwarded-For": "10.0.0.22"}})
@@ -453,8 +476,32 @@ func TestPageTakeover(t *testing.T) {
 		t.Fatalf("the visitor's sign-in did not go out")
 	}
 	shot(t, page, "page-takeover-signed-in")
+	shotView(t, page, "phone-sign-in-in-control")
 	must(t, "hand back", page.Locator("#takeover-release").Click())
+	must(t, "the agent has it again", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(regexp.MustCompile("^("+regexp.QuoteMeta(bannerBack)+"|"+regexp.QuoteMeta(bannerEnded)+")$")))
+	if b, _ := page.Locator("#takeover-banner").TextContent(); b == bannerBack {
+		shotView(t, page, "phone-sign-in-handed-back")
+	}
 	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible(playwright.LocatorAssertionsToBeVisibleOptions{Timeout: playwright.Float(60_000)}))
+	checkEnded(t, page, card, true)
+	checkAnswerPaired(t, page)
+	checkFits(t, page, 390)
+	must(t, "the live view shows the agent's page", expect.Locator(page.Locator("#frame")).ToBeVisible())
+	must(t, "to the run", page.Locator("#run").ScrollIntoViewIfNeeded())
+	shotView(t, page, "phone-sign-in-ended")
+	// The live view said what happened between the hand-back and the agent's next page: handed
+	// back, never "no page open" (which a denial explains).
+	evs, _ := readEvents(t, ts.URL+"/api/runs/"+page0ID(t, page)+"/events", 0)
+	views := []string{}
+	for _, ev := range evs {
+		if ev.name == EventFrame && strings.Contains(ev.data, `"view"`) {
+			views = append(views, ev.data)
+		}
+	}
+	if all := strings.Join(views, " "); !strings.Contains(all, `"view":"`+ViewHandedBack+`"`) || strings.Contains(all, ViewNoPage) ||
+		!strings.Contains(all, `"view":"`+ViewWithheld+`"`) {
+		t.Errorf("the live view's placeholders: %s; want withheld at the sign-in page, then handed back, never %q", all, ViewNoPage)
+	}
 }
 
 // page0ID is the run the page follows (its #run= fragment).

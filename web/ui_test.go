@@ -3,6 +3,7 @@ package web
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -77,33 +78,44 @@ func shot(t *testing.T, page playwright.Page, name string) {
 	}
 }
 
-// TestPagePresets picks each preset on the page, with the agent driving a real guarded Chromium,
-// and checks the step stream, the live view and the final status.
+// TestPagePresets picks each preset on the page at 1280 px, with the agent driving a real guarded
+// Chromium, and holds what the page says to the run: the cards, the header, the step stream, the
+// live view and its placeholders, the takeover banner at each stage, and the final status.
 func TestPagePresets(t *testing.T) {
-	_, ts := newServer(t, WithLauncher(realLaunch), WithLimits(Limits{PerVisitor: 50}))
+	s, ts := newServer(t, WithLauncher(realLaunch), WithLimits(Limits{PerVisitor: 50}))
 	page := newPage(t)
 	_, err := page.Goto(ts.URL)
 	must(t, "goto", err)
 	must(t, "five presets", expect.Locator(page.Locator("#presets button.preset")).ToHaveCount(5))
 	must(t, "limits shown", expect.Locator(page.Locator("#limits")).ToContainText("one run at a time, 50 runs per visitor per hour, $3 of model spend a day"))
 	must(t, "health shown", expect.Locator(page.Locator("#health")).ToHaveText("Live runs are on."))
-	for _, p := range presets.All() {
+	checkCards(t, page, s)
+	must(t, "footer on redirects", expect.Locator(page.Locator("footer")).ToContainText("redirects followed one hop at a time, each hop decided anew"))
+	shotView(t, page, "desktop-presets")
+	for _, pj := range s.presetsJSON() {
+		p, _ := presets.ByName(pj.Name)
 		t.Run(p.Name, func(t *testing.T) {
 			must(t, "click", page.Locator(`button[data-preset="`+p.Name+`"]`).Click())
-			must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: "+p.Name))
+			must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText(p.Title))
 			must(t, "first step", expect.Locator(page.Locator("#steps li").First()).ToBeVisible())
 			shot(t, page, "page-"+p.Name+"-during")
 			if p.Name == "sign-in" {
 				// The demo policy names its sign-in route: the run waits for the visitor, who takes
 				// over and hands back without signing in; the page still asks for a password, so the
-				// run ends as the preset expects. Each stage says what is happening.
+				// run ends as the card says it does without a sign-in. Each stage says what is
+				// happening, and the live view never shows the sign-in page.
 				must(t, "paused banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerAgent))
 				must(t, "waiting for you", expect.Locator(page.Locator("#takeover-note")).ToContainText("Waiting for you: the agent reached a sign-in page and is paused"))
+				must(t, "withheld while waiting", expect.Locator(page.Locator("#screen-note")).ToHaveText(viewWithheld))
+				must(t, "no frame while waiting", expect.Locator(page.Locator("#frame")).ToBeHidden())
+				shotView(t, page, "desktop-sign-in-waiting")
 				must(t, "take over", page.Locator("#takeover-start").Click())
 				must(t, "person banner", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(BannerPerson))
 				must(t, "in control", expect.Locator(page.Locator("#takeover-note")).ToContainText("You are in control: click into the page and type."))
+				shotView(t, page, "desktop-sign-in-in-control")
 				must(t, "hand back", page.Locator("#takeover-release").Click())
 				must(t, "agent continues", expect.Locator(page.Locator("#takeover-note")).ToContainText("Handed back: the agent continues in the same browser."))
+				must(t, "the agent has it again", expect.Locator(page.Locator("#takeover-banner")).ToHaveText(regexp.MustCompile("^("+regexp.QuoteMeta(bannerBack)+"|"+regexp.QuoteMeta(bannerEnded)+")$")))
 			}
 			result := page.Locator(`#result-body .result-view[data-status="` + string(p.Expect) + `"]`)
 			if err := expect.Locator(result).ToBeVisible(); err != nil {
@@ -111,7 +123,11 @@ func TestPagePresets(t *testing.T) {
 				t.Fatalf("final status %s not shown: %v\nresult: %s", p.Expect, err, body)
 			}
 			must(t, "controls back", expect.Locator(page.Locator(`button[data-preset="lookup"]`)).ToBeEnabled())
+			checkEnded(t, page, pj, false)
+			checkFits(t, page, 1280)
 			shot(t, page, "page-"+p.Name+"-after")
+			must(t, "to the run", page.Locator("#run").ScrollIntoViewIfNeeded())
+			shotView(t, page, "desktop-"+p.Name+"-ended")
 
 			steps, _ := page.Locator("#steps li").Count()
 			denied, _ := page.Locator("#steps li.deny").Count()
@@ -128,8 +144,7 @@ func TestPagePresets(t *testing.T) {
 			}
 			switch p.Expect {
 			case coordinator.StatusAnswered:
-				must(t, "record ID field", expect.Locator(page.Locator(".fields dt").First()).ToHaveText("Record ID"))
-				must(t, "retrieval time", expect.Locator(page.Locator(".sources li").First()).ToContainText("retrieved 20"))
+				checkAnswerPaired(t, page)
 				n, _ := page.Locator(".sources li").Count()
 				if n < 2 {
 					t.Errorf("%d sources shown, want the record and its registry B entry", n)
@@ -145,6 +160,7 @@ func TestPagePresets(t *testing.T) {
 				}
 			case coordinator.StatusUncertain:
 				must(t, "conflict table", expect.Locator(page.Locator("table.conflict")).ToBeVisible())
+				must(t, "said once", expect.Locator(page.Locator(".result-status .status")).ToHaveText("Uncertain"))
 				n, _ := page.Locator("table.conflict td").Count()
 				if n < 2 {
 					t.Errorf("conflict shows %d values, want two side by side", n)
@@ -153,12 +169,12 @@ func TestPagePresets(t *testing.T) {
 				if denied == 0 {
 					t.Errorf("a blocked preset shows no denied step")
 				}
-				must(t, "no page opened", expect.Locator(page.Locator("#screen-note")).ToContainText("No page open"))
+				must(t, "no page opened", expect.Locator(page.Locator("#screen-note")).ToHaveText(viewDenied))
 			case coordinator.StatusHuman:
 				if denied == 0 {
 					t.Errorf("the sign-in pause shows no denied step")
 				}
-				must(t, "withheld view", expect.Locator(page.Locator("#screen-note")).ToContainText("Sign-in page"))
+				must(t, "withheld view", expect.Locator(page.Locator("#screen-note")).ToHaveText(viewWithheld))
 				if v, _ := page.Locator("#frame").IsVisible(); v {
 					t.Errorf("a frame is shown at a sign-in page")
 				}
@@ -188,7 +204,7 @@ func TestPageRejectsTwoIDs(t *testing.T) {
 	must(t, "submit", page.Locator("#task-run").Click())
 	must(t, "notice cleared", expect.Locator(notice).ToBeHidden())
 	must(t, "uncertain", expect.Locator(page.Locator(`.result-view[data-status="uncertain"]`)).ToBeVisible())
-	must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Task"))
+	must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Your task"))
 }
 
 func TestPageRecordedRun(t *testing.T) {
@@ -235,7 +251,7 @@ func TestPageBusy(t *testing.T) {
 	must(t, "watch", page.Locator("#watch-live").Click())
 	must(t, "spectator banner", expect.Locator(page.Locator("#spectator-banner")).ToBeVisible())
 	must(t, "watching the live run", expect.Locator(page.Locator("#run-state")).ToHaveText("Running…"))
-	must(t, "the live run's task", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: lookup"))
+	must(t, "the live run's task", expect.Locator(page.Locator("#run-title")).ToHaveText("Look up a record"))
 	g.open()
 	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
 	must(t, "the first visitor too", expect.Locator(first.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
@@ -250,12 +266,16 @@ func TestPageSixRuns(t *testing.T) {
 	_, err := page.Goto(ts.URL)
 	must(t, "goto", err)
 	must(t, "five left", expect.Locator(page.Locator("#runs-left")).ToHaveText("5 live runs left this hour."))
-	presets := []string{"lookup", "blocked-write", "off-site", "sign-in", "conflicting-sources", "lookup"}
+	var order []presets.Preset
+	for _, n := range []string{"lookup", "blocked-write", "off-site", "sign-in", "conflicting-sources", "lookup"} {
+		p, _ := presets.ByName(n)
+		order = append(order, p)
+	}
 	left := []string{"4 live runs left this hour.", "3 live runs left this hour.", "2 live runs left this hour.", "1 live run left this hour.", "No live runs left this hour: runs play a recorded real run instead. The next one in 60 min."}
-	for i, p := range presets {
-		must(t, "controls enabled", expect.Locator(page.Locator(`button[data-preset="`+p+`"]`)).ToBeEnabled())
-		must(t, "click "+p, page.Locator(`button[data-preset="`+p+`"]`).Click())
-		must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText("Preset: "+p))
+	for i, p := range order {
+		must(t, "controls enabled", expect.Locator(page.Locator(`button[data-preset="`+p.Name+`"]`)).ToBeEnabled())
+		must(t, "click "+p.Name, page.Locator(`button[data-preset="`+p.Name+`"]`).Click())
+		must(t, "title", expect.Locator(page.Locator("#run-title")).ToHaveText(p.Title))
 		must(t, "result", expect.Locator(page.Locator(".result-view")).ToBeVisible())
 		if i < 5 {
 			must(t, "live", expect.Locator(page.Locator("#live-tag")).Not().ToHaveText("recorded"))
@@ -263,6 +283,7 @@ func TestPageSixRuns(t *testing.T) {
 			continue
 		}
 		must(t, "sixth recorded", expect.Locator(page.Locator("#live-tag")).ToHaveText("recorded"))
+		must(t, "no 'live runs are on' beside none left", expect.Locator(page.Locator("#health")).ToBeHidden())
 		must(t, "visitor banner", expect.Locator(page.Locator("#recorded-banner")).ToContainText("you have used your live runs for now (visitor limit: 5 live runs per hour; next live run in 60 min)"))
 		must(t, "with when", expect.Locator(page.Locator("#recorded-banner")).ToContainText("This is a real run recorded 20"))
 		must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
@@ -326,7 +347,7 @@ func TestSidePanel(t *testing.T) {
 	must(t, "steps stream", expect.Locator(page.Locator("#steps li").First()).ToBeVisible())
 	must(t, "answered", expect.Locator(page.Locator(`.result-view[data-status="answered"]`)).ToBeVisible())
 	must(t, "frame", expect.Locator(page.Locator("#frame")).ToBeVisible())
-	must(t, "fields", expect.Locator(page.Locator(".fields dt").First()).ToHaveText("Record ID"))
+	must(t, "fields", expect.Locator(page.Locator(".compare tbody th").First()).ToContainText("Record ID"))
 	shot(t, page, "extension-sidepanel-result")
 	must(t, "click blocked-write", page.Locator(`button[data-preset="blocked-write"]`).Click())
 	must(t, "blocked", expect.Locator(page.Locator(`.result-view[data-status="blocked"]`)).ToBeVisible())

@@ -1,7 +1,7 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
 import { showTakeover } from "./takeover.js";
-import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, plural, runsLeftText, runTitle, expectText, urlCode, viewText } from "./render.js";
+import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, plural, runsLeftText, runTitle, expectText, urlCode, viewText, whole } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { id, es, info, done }
@@ -28,8 +28,8 @@ async function loadPresets() {
       // a live run (loadHealth).
       const b = el("button", { type: "button", class: "preset", "data-preset": p.name, title: p.task },
         el("span", { class: "preset-title", text: p.title }),
-        el("span", { class: "preset-task", text: "\u201c" + p.task + "\u201d" }),
-        el("span", { class: "preset-shows", text: p.shows }),
+        el("span", { class: "preset-task" }, whole("\u201c" + p.task + "\u201d")),
+        el("span", { class: "preset-shows" }, whole(p.shows)),
         el("span", { class: "preset-expect", "data-expect": p.expect, "data-expect-signed-in": p.expect_signed_in || null, text: expectText(p) }),
         el("span", { class: "preset-uses" }),
         p.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null);
@@ -47,7 +47,7 @@ async function loadPresets() {
 function showUses() {
   if (!health) return;
   const mine = health.live && health.runs_left > 0;
-  const uses = mine ? "Uses one of your " + plural(health.runs_left, "live run") + " left."
+  const uses = mine ? (health.runs_left === 1 ? "Uses your last live run." : "Uses one of your " + health.runs_left + " live runs left.")
     : "Plays a recorded real run: " + (health.live ? "you have no live runs left." : "live runs are paused.");
   for (const u of document.querySelectorAll("#presets .preset-uses")) {
     u.textContent = uses;
@@ -136,7 +136,7 @@ function showInfo(info) {
   $("run-title").textContent = runTitle(info);
   $("run-title").title = info.task;
   const badges = $("run-badges");
-  badges.replaceChildren(el("span", { class: "task-text", text: "\u201c" + info.task + "\u201d" }));
+  badges.replaceChildren(el("span", { class: "task-text" }, whole("\u201c" + info.task + "\u201d")));
   if (info.recorded) badges.append(el("span", { class: "tag tag-recorded", text: "recorded" }));
   if (info.simulated) badges.append(el("span", { class: "tag tag-simulated", text: "simulated" }));
   const rb = $("recorded-banner");

@@ -45,6 +45,20 @@ export function runTitle(info) {
   return info.title || (info.preset ? "Preset \u201c" + info.preset + "\u201d" : "Your task");
 }
 
+// whole is text with every ID such as SYN-0042 kept on one line (a line may break after its
+// hyphen otherwise).
+export function whole(text) {
+  const out = document.createDocumentFragment();
+  const s = String(text);
+  let last = 0;
+  for (const m of s.matchAll(/\b[A-Z][A-Z0-9]*-\d+\b/g)) {
+    out.append(s.slice(last, m.index), el("span", { class: "url-part", text: m[0] }));
+    last = m.index + m[0].length;
+  }
+  out.append(s.slice(last));
+  return out;
+}
+
 // urlCode shows a URL as code that wraps only between its parts (after "/", "?", "&", "=", "#"),
 // never inside one: a record ID such as SYN-0042 stays whole. The text is the URL unchanged.
 export function urlCode(url, cls) {
