@@ -141,7 +141,6 @@ func shotView(t *testing.T, page playwright.Page, name string) {
 	}
 }
 
-
 // TestPagePhone: a visitor on a 390 px phone with two live runs. A tap on a preset brings the run
 // into view; the cards, the header and the simulated banner say which runs are live and count
 // them down; once none is left the header says so alone and a simulated preset's recording says
