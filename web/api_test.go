@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
@@ -165,8 +166,36 @@ func TestPresetsAPI(t *testing.T) {
 			t.Errorf("preset %d:\n\tgot  %+v\n\twant %+v", i, got[i], p)
 		}
 	}
-	if bytes.Contains(r.body, []byte("script")) {
+	if bytes.Contains(r.body, []byte(`"script"`)) || bytes.Contains(r.body, []byte("open_url")) {
 		t.Errorf("GET /api/presets shows the scripted turns: %s", r.body)
+	}
+	// Each says what it shows; the sign-in preset, on a server whose policy offers the takeover
+	// (the demo's), ends answered once the visitor signs in, and says so.
+	for _, p := range got {
+		wantSigned := coordinator.Status("")
+		if p.Name == "sign-in" {
+			wantSigned = coordinator.StatusAnswered
+		}
+		if p.Shows == "" || p.ExpectSignedIn != wantSigned {
+			t.Errorf("preset %s: shows %q, expect_signed_in %q; want a text and %q", p.Name, p.Shows, p.ExpectSignedIn, wantSigned)
+		}
+	}
+	// Without a sign-in route in the policy nobody can take over: the preset ends
+	// human_action_required, and its card says only that.
+	src := strings.Replace(string(demosite.PolicyYAML(site.URL)), "signin:", "# signin:", 1)
+	pol, err := policy.Parse([]byte(src), "policy without signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(pol, WithLedger(newLedger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range s.presetsJSON() {
+		if p.Name == "sign-in" && (p.ExpectSignedIn != "" || p.Shows != presetShows["sign-in"]) {
+			t.Errorf("sign-in preset without a takeover: %+v", p)
+		}
 	}
 }
 

@@ -1,6 +1,6 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
-import { showTakeover } from "./takeover.js";
+import { showTakeover, showContent } from "./takeover.js";
 import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, plural, runsLeftText, runTitle, expectText, urlCode, viewText, whole } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
@@ -189,13 +189,14 @@ function showFrame(id, f) {
   cap.dataset.seq = String(f.seq || 0);
 }
 
-// On a phone the frame is wider than the screen: a run's first frame is shown from its middle
-// (where a page's content usually is); after that the visitor's own scrolling is kept, also
-// across a placeholder shown between frames.
+// On a phone the frame is wider than the screen: a run's first frame is shown from where the
+// page's content begins; after that the visitor's own scrolling is kept, also across a placeholder
+// shown between frames.
 $("frame").addEventListener("load", () => {
   const sc = $("screen");
   if (!current || sc.scrollWidth <= sc.clientWidth) return;
-  sc.scrollLeft = current.scrollX !== undefined ? current.scrollX : (sc.scrollWidth - sc.clientWidth) / 2;
+  if (current.scrollX !== undefined) sc.scrollLeft = current.scrollX;
+  else showContent(sc, $("frame"));
 });
 $("screen").addEventListener("scroll", () => {
   if (current && $("screen").classList.contains("has-frame")) current.scrollX = $("screen").scrollLeft;

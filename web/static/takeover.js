@@ -61,8 +61,8 @@ async function refreshOnce() {
   img.src = url;
   if (img.hidden) {
     img.hidden = false;
-    // On a phone the view is wider than the screen: it starts at its middle, where the form is.
-    img.addEventListener("load", () => { const sc = $("takeover-screen"); sc.scrollLeft = (sc.scrollWidth - sc.clientWidth) / 2; }, { once: true });
+    // On a phone the view is wider than the screen: it starts where the page's content does.
+    img.addEventListener("load", () => showContent($("takeover-screen"), img), { once: true });
   }
 }
 
@@ -72,6 +72,28 @@ function ended(msg) {
   $("takeover-release").hidden = true;
   $("takeover-start").hidden = true;
   $("takeover-note").textContent = msg;
+}
+
+// showContent scrolls a box holding a frame wider than itself (on a phone) to where the page's
+// content begins: the first column, from the left, that is not the page's white margin. A page
+// with no white margin is shown from its left edge.
+export function showContent(box, img) {
+  if (box.scrollWidth <= box.clientWidth || !img.naturalWidth) return;
+  const w = img.naturalWidth, h = img.naturalHeight;
+  const c = document.createElement("canvas");
+  c.width = w;
+  c.height = h;
+  const g = c.getContext("2d", { willReadFrequently: true });
+  g.drawImage(img, 0, 0);
+  const px = g.getImageData(0, 0, w, h).data;
+  let left = w;
+  for (let y = 0; y < h; y += 4) {
+    for (let x = 0; x < left; x++) {
+      const i = (y * w + x) * 4;
+      if (px[i] < 224 || px[i + 1] < 224 || px[i + 2] < 224) { left = x; break; }
+    }
+  }
+  box.scrollLeft = left === w ? 0 : Math.max(0, left * img.clientWidth / w - 8);
 }
 
 // Inputs go one at a time, in the order they were made.
