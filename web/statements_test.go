@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 
@@ -194,4 +195,21 @@ func TestPagePhone(t *testing.T) {
 	checkFits(t, page, 390)
 	must(t, "to the top", page.Locator("header").ScrollIntoViewIfNeeded())
 	shotView(t, page, "phone-no-live-runs-left")
+}
+
+// TestAtSignInURL: while a run waits at a sign-in page, the live view names the page by its origin
+// and path only: a query (which could carry what a page or a model put there) is never shown, in
+// the event or in GET /api/runs/{id}.
+func TestAtSignInURL(t *testing.T) {
+	r := newRun("r1", "v", time.Now(), RunInfo{})
+	r.atSignIn("http://127.0.0.1:1/login?next=/records/SYN-0013&password=pw-SECRET-1")
+	snap := r.snapshot()
+	evs, _, _ := r.next(0)
+	all := fmt.Sprintf("%+v %s", snap.Frame, evs[len(evs)-1].data)
+	if strings.Contains(all, "SECRET") || strings.Contains(all, "next=") {
+		t.Errorf("the sign-in page's query reached the live view: %s", all)
+	}
+	if snap.Frame.URL != "http://127.0.0.1:1/login" || snap.Frame.View != ViewWithheld || snap.Frame.Seq != 0 {
+		t.Errorf("frame while waiting: %+v, want the withheld view at http://127.0.0.1:1/login", snap.Frame)
+	}
 }
