@@ -29,6 +29,8 @@ async function loadPresets() {
         el("span", { class: "preset-title", text: p.title }),
         el("span", { class: "preset-shows" }, whole(p.shows)),
         el("span", { class: "preset-expect", text: expectText(p) }),
+        // The takeover is on the demo page's live view; this panel has none.
+        p.expect_signed_in ? el("span", { class: "preset-shows", text: "Taking over to sign in is done on the demo page, not in this panel." }) : null,
         p.simulated ? el("span", { class: "tag tag-simulated", text: "simulated" }) : null);
       b.addEventListener("click", () => start(p.name));
       box.append(b);
