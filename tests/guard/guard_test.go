@@ -462,3 +462,49 @@ func testGuard(t *testing.T, scheme string) {
 		}
 	})
 }
+
+var listenRE = regexp.MustCompile(`at (http://\S+/mcp)`)
+
+// TestGuardStreamableHTTP serves the guard over Streamable HTTP: the same tools, the same wall.
+func TestGuardStreamableHTTP(t *testing.T) {
+	s := startSite(t, "http")
+	dir := t.TempDir()
+	args := append([]string{"guard", "--policy", s.policy(t), "--db", filepath.Join(dir, "audit.db"), "--http", "127.0.0.1:0", "--", "node"}, upstreamArgs()...)
+	cmd := exec.Command(binary, args...)
+	stderr := &testutil.Buffer{}
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, append(os.Environ(), "HOME="+dir, "BROWSER_AGENT_DB="), stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
+	var url string
+	if !testutil.Eventually(2*time.Minute, func() bool {
+		m := listenRE.FindStringSubmatch(stderr.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	}) {
+		t.Fatalf("the guard did not listen:\n%s", stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "guard-test-http", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v\n%s", url, err, stderr)
+	}
+	defer cs.Close()
+	c := &client{t: t, cs: cs, stderr: stderr, mu: &sync.Mutex{}, seen: &strings.Builder{}}
+	if tools := c.tools(); slices.Contains(tools, "browser_evaluate") || !slices.Contains(tools, "browser_click") {
+		t.Errorf("tools over HTTP: %v", tools)
+	}
+	c.mustCall("browser_navigate", map[string]any{"url": s.URL + "/form"})
+	c.call("browser_click", map[string]any{"target": c.ref("button", "Save"), "element": "Save"})
+	c.call("browser_navigate", map[string]any{"url": s.URL + "/redirect"})
+	if s.count("GET /redirect") == 0 {
+		t.Errorf("the redirecting page was not asked for: the test proves nothing")
+	}
+	if n := s.count("POST /write") + s.count("offsite /landing"); n != 0 {
+		t.Errorf("%d writes or off-site requests left through the guard over HTTP, want 0", n)
+	}
+}
