@@ -35,29 +35,17 @@ func guardCmd(e *env, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, err := openStore(e, *dbFile)
+	store, pol, done, err := serverSetup(ctx, e, "guard", *dbFile, *polFile)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if *polFile == "" {
-		fmt.Fprintln(e.stderr, "browser-agent guard: no --policy: serving the embedded demo site in-process; the browser can reach only it")
-	}
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile, "")
-	if err != nil {
-		if isLoadError(err) {
-			return &ExitError{Code: ExitUsage, Err: err}
-		}
-		return err
-	}
-	defer stopSite()
+	defer done()
 	popts, err := proxyOptions()
 	if err != nil {
 		return err
 	}
-	logf := func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
 	g, err := mcpguard.Start(ctx, mcpguard.Config{
-		Policy: pol, Command: command, Store: store, ProxyOptions: popts, Stderr: e.stderr, Logf: logf,
+		Policy: pol, Command: command, Store: store, ProxyOptions: popts, Stderr: e.stderr, Logf: stderrLogf(e),
 	})
 	if err != nil {
 		return err

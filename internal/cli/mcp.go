@@ -52,25 +52,14 @@ func mcpCmd(e *env, args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, err := openStore(e, *dbFile)
+	store, pol, done, err := serverSetup(ctx, e, "mcp", *dbFile, *polFile)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if *polFile == "" {
-		fmt.Fprintln(e.stderr, "browser-agent mcp: no --policy: serving the embedded demo site in-process; the tools can reach only it")
-	}
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile, "")
-	if err != nil {
-		if isLoadError(err) {
-			return &ExitError{Code: ExitUsage, Err: err}
-		}
-		return err
-	}
-	defer stopSite()
+	defer done()
 	srv, err := mcpserver.New(mcpserver.Config{
 		Policy: pol, Launch: mcpserver.Launcher(launchMCP), Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
-		Logf: func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) },
+		Logf: stderrLogf(e),
 	})
 	if err != nil {
 		return err
@@ -86,6 +75,32 @@ func mcpCmd(e *env, args []string) error {
 	err = serveMCPHTTP(ctx, e, "mcp", addr, store.Path(), func(o mcpserver.HTTPOptions) http.Handler { return srv.HTTPHandler(o) })
 	srv.Close()
 	return err
+}
+
+// serverSetup opens the audit store and loads the policy of a server command (mcp, guard):
+// without a policy file, the embedded demo site is served in-process. done closes both.
+func serverSetup(ctx context.Context, e *env, cmd, dbFile, polFile string) (store *audit.Store, pol *policy.Policy, done func(), err error) {
+	store, err = openStore(e, dbFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if polFile == "" {
+		fmt.Fprintf(e.stderr, "browser-agent %s: no --policy: serving the embedded demo site in-process; the browser can reach only it\n", cmd)
+	}
+	pol, stopSite, err := sitePolicy(ctx, e, polFile, "")
+	if err != nil {
+		store.Close()
+		if isLoadError(err) {
+			return nil, nil, nil, &ExitError{Code: ExitUsage, Err: err}
+		}
+		return nil, nil, nil, err
+	}
+	return store, pol, func() { stopSite(); store.Close() }, nil
+}
+
+// stderrLogf writes metadata-only log lines to stderr, one printable line each.
+func stderrLogf(e *env) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
 }
 
 // httpListenAddr checks an --http address: loopback when no host is given, and a listener

@@ -17,6 +17,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
 )
@@ -30,9 +31,6 @@ const ResultPreface = "Tool result through the browser-agent guard, as one JSON 
 
 // StatusEnded is the status of a guard's run when it stops.
 const StatusEnded = "ended"
-
-// MaxPendingDecisions bounds the network decisions kept between two calls; the excess is counted.
-const MaxPendingDecisions = 500
 
 // Config configures a Guard.
 type Config struct {
@@ -65,9 +63,7 @@ type Guard struct {
 	runID  string
 	runErr error
 
-	netMu   sync.Mutex
-	pending []policy.Entry
-	dropped int
+	net guarded.DecisionLog // the egress proxy's decisions since the last call
 
 	closeOnce sync.Once
 }
@@ -98,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (*Guard, error) {
 		cfg.Version = "dev"
 	}
 	g := &Guard{cfg: cfg, shown: map[string]string{}}
-	px, err := proxy.Start(ctx, cfg.Policy, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) { g.note(d.Entry) })}, cfg.ProxyOptions...)...)
+	px, err := proxy.Start(ctx, cfg.Policy, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) { g.net.Note(d.Entry) })}, cfg.ProxyOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
@@ -198,16 +194,6 @@ func (g *Guard) Close() error {
 		}
 	})
 	return err
-}
-
-func (g *Guard) note(d policy.Entry) {
-	g.netMu.Lock()
-	defer g.netMu.Unlock()
-	if len(g.pending) >= MaxPendingDecisions {
-		g.dropped++
-		return
-	}
-	g.pending = append(g.pending, d)
 }
 
 // handler passes one offered tool.
@@ -332,7 +318,7 @@ func (g *Guard) auditUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 // record writes the step of one call and the network decisions taken under it. Called with mu held.
 func (g *Guard) record(ctx context.Context, ss *mcp.ServerSession, n int, tool string, v *verdict, d time.Duration, res *mcp.CallToolResult) error {
 	if g.cfg.Store == nil {
-		g.takeNetwork()
+		g.net.Take()
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
@@ -373,7 +359,7 @@ func (g *Guard) record(ctx context.Context, ss *mcp.ServerSession, n int, tool s
 
 // recordNetwork records the egress proxy's decisions since the last call under step n.
 func (g *Guard) recordNetwork(ctx context.Context, n int) error {
-	for _, e := range g.takeNetwork() {
+	for _, e := range g.net.Take() {
 		if g.runID == "" {
 			return nil
 		}
@@ -384,16 +370,4 @@ func (g *Guard) recordNetwork(ctx context.Context, n int) error {
 		}
 	}
 	return nil
-}
-
-func (g *Guard) takeNetwork() []policy.Entry {
-	g.netMu.Lock()
-	defer g.netMu.Unlock()
-	out := g.pending
-	if g.dropped > 0 {
-		out = append(out, policy.Entry{Verdict: policy.Deny, Layer: policy.LayerProxy,
-			Reason: fmt.Sprintf("%d more request decisions not recorded", g.dropped)})
-	}
-	g.pending, g.dropped = nil, 0
-	return out
 }
