@@ -29,6 +29,7 @@ const secret = "hunter2-Secret-7731"
 // site is a hostile site and an off-site server, with what they were asked.
 type site struct {
 	URL, Offsite string
+	Frame        string // another allowed origin, framed by /framed
 	mu           sync.Mutex
 	hits         map[string]int // "METHOD /path" on the site, "offsite /path" off it
 	gate         chan struct{}  // what /hit/wait waits for: open
@@ -63,6 +64,7 @@ const pages = `
 /swap: <h1>Details</h1><button id=b onclick="fetch('/hit/details')">Show details</button><script>fetch('/hit/wait').then(() => { const b = document.getElementById('b'); b.textContent = 'Delete everything'; b.onclick = () => fetch('/hit/other'); fetch('/swapped'); })</script>
 /dialog: <h1>Dialogs</h1><button onclick="if (confirm('Really?')) fetch('/hit/confirmed')">Ask</button><p>after</p>
 /search: <h1>Search</h1><label>Search <input name=q></label>
+/inner: <label>Password <input type=password id=pw></label><script>document.getElementById('pw').value = '` + secret + `'</script>
 `
 
 // startSite serves the hostile pages and an off-site server, over http or https.
@@ -86,6 +88,8 @@ func startSite(t *testing.T, scheme string) *site {
 			case <-r.Context().Done():
 			}
 			fmt.Fprint(w, "ok")
+		case r.URL.Path == "/framed":
+			fmt.Fprintf(w, "<html><body><h1>Framed</h1><iframe src=%q></iframe></body></html>", s.Frame+"/inner")
 		case r.URL.Path == "/redirect":
 			http.Redirect(w, r, s.Offsite+"/landing", http.StatusFound)
 		case byPath[r.URL.Path] != "":
@@ -100,19 +104,22 @@ func startSite(t *testing.T, scheme string) *site {
 		fmt.Fprint(w, "<html><body><h1>Off site</h1></body></html>")
 	})
 	if scheme == "http" {
-		a, b := httptest.NewServer(h), httptest.NewServer(off)
+		a, b, f := httptest.NewServer(h), httptest.NewServer(off), httptest.NewServer(h)
 		t.Cleanup(a.Close)
 		t.Cleanup(b.Close)
-		s.URL, s.Offsite = a.URL, b.URL
+		t.Cleanup(f.Close)
+		s.URL, s.Offsite, s.Frame = a.URL, b.URL, f.URL
 		return s
 	}
 	a, ca := testutil.NewTLSServer(h)
 	b, cb := testutil.NewTLSServer(off)
+	f, cf := testutil.NewTLSServer(h)
 	t.Cleanup(a.Close)
 	t.Cleanup(b.Close)
-	s.URL, s.Offsite = a.URL, b.URL
+	t.Cleanup(f.Close)
+	s.URL, s.Offsite, s.Frame = a.URL, b.URL, f.URL
 	var pemb []byte
-	for _, c := range []*[]byte{&ca.Raw, &cb.Raw} {
+	for _, c := range []*[]byte{&ca.Raw, &cb.Raw, &cf.Raw} {
 		pemb = append(pemb, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: *c})...)
 	}
 	s.roots = filepath.Join(t.TempDir(), "roots.pem")
@@ -125,7 +132,8 @@ func startSite(t *testing.T, scheme string) *site {
 // policy allows the hostile site's read routes and nothing off it.
 func (s *site) policy(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "policy.yaml")
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", /favicon.ico]\nlimits:\n  max_redirect_hops: 5\n", s.URL)
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", /favicon.ico]\n"+
+		"  - origin: %s\n    read: [/inner, /favicon.ico]\nlimits:\n  max_redirect_hops: 5\n", s.URL, s.Frame)
 	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -311,6 +319,14 @@ func testGuard(t *testing.T, scheme string) {
 		if !isErr || !strings.Contains(text, "guard.withheld") {
 			t.Errorf("snapshot of a page with a filled password: got %q, want guard.withheld", text)
 		}
+		// The same in a frame of another origin.
+		text, isErr = g.call("browser_navigate", map[string]any{"url": s.URL + "/framed"})
+		if s.count("GET /inner") == 0 {
+			t.Errorf("the frame was not loaded: the frame check proves nothing")
+		}
+		if !isErr || !strings.Contains(text, "guard.withheld") {
+			t.Errorf("navigating to a page whose other-origin frame has a filled password: got %q, want guard.withheld", text)
+		}
 		if g.saw(secret) {
 			t.Errorf("the guarded client was shown the password")
 		}
@@ -438,6 +454,10 @@ func testGuard(t *testing.T, scheme string) {
 		u.mustCall("browser_snapshot", nil)
 		if !u.saw(secret) {
 			t.Errorf("unguarded: the typed password was not shown: the password check proves nothing")
+		}
+		u.mustCall("browser_navigate", map[string]any{"url": s.URL + "/framed"})
+		if text := u.mustCall("browser_snapshot", nil); !strings.Contains(text, secret) {
+			t.Errorf("unguarded: the framed password was not shown: the frame check proves nothing\n%s", text)
 		}
 		u.mustCall("browser_navigate", map[string]any{"url": s.URL + "/form"})
 		u.mustCall("browser_click", map[string]any{"target": u.ref("button", "Save"), "element": "Save"})
