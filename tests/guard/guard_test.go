@@ -423,6 +423,9 @@ func testGuard(t *testing.T, scheme string) {
 		var rules, proxyDenied []string
 		for _, st := range steps {
 			rules = append(rules, st.Rule)
+			if st.Tool != "request" {
+				t.Logf("step %d %s %s %s (%s): %v", st.N, st.Tool, st.Verdict, st.Rule, st.Reason, st.Duration)
+			}
 			if st.Layer == "proxy" && !st.Allowed() {
 				proxyDenied = append(proxyDenied, st.Rule+" "+st.Origin+st.Path)
 			}
