@@ -61,8 +61,9 @@ const (
 
 // Run kinds: what started a run.
 const (
-	KindRun = "run" // the coordinator's own loop: run, serve, record
-	KindMCP = "mcp" // the tool calls of one MCP client session
+	KindRun   = "run"   // the coordinator's own loop: run, serve, record
+	KindMCP   = "mcp"   // the tool calls of one MCP client session
+	KindGuard = "guard" // the tool calls passed to another MCP server through browser-agent guard
 )
 
 // StatusRunning is the status BeginRun records when the Run gives none. It is the only status
@@ -123,8 +124,8 @@ type Run struct {
 	// PID is 0. A run left running by a process that no longer exists is recovered at the next Open.
 	PID       int    `json:"pid"`
 	ProcStart string `json:"proc_start"`
-	Kind      string `json:"kind"`   // KindRun or KindMCP; "" means KindRun
-	Client    string `json:"client"` // for KindMCP: the client's name and version
+	Kind      string `json:"kind"`   // KindRun, KindMCP or KindGuard; "" means KindRun
+	Client    string `json:"client"` // for KindMCP and KindGuard: the client's name and version
 }
 
 // Step is one tool call of a run and the decision on it: the canonical step record, the shared

@@ -159,7 +159,7 @@ func printRun(w io.Writer, r audit.Run) {
 	fmt.Fprintf(w, "  record    %s\n", orDash(r.RecordID))
 	fmt.Fprintf(w, "  preset    %s\n", orDash(r.Preset))
 	fmt.Fprintf(w, "  model     %s\n", r.Model)
-	if r.Kind == audit.KindMCP {
+	if r.Kind == audit.KindMCP || r.Kind == audit.KindGuard {
 		fmt.Fprintf(w, "  kind      %s\n", r.Kind)
 		fmt.Fprintf(w, "  client    %s\n", printable(r.Client))
 	}

@@ -45,41 +45,21 @@ func mcpCmd(e *env, args []string) error {
 		return usageError("--idle-timeout and --session-time must be positive")
 	}
 	token := os.Getenv(EnvMCPToken)
-	addr := *httpAddr
-	if addr != "" {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return usageError("--http %q: want HOST:PORT, e.g. 127.0.0.1:8765", addr)
-		}
-		if host == "" {
-			addr = net.JoinHostPort("127.0.0.1", port) // loopback unless asked otherwise
-		}
-		if !mcpserver.IsLoopback(addr) && len(token) < 16 {
-			return usageError("--http %s listens beyond loopback: set $%s to a bearer token of at least 16 characters", addr, EnvMCPToken)
-		}
+	addr, err := httpListenAddr(*httpAddr, token)
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, err := openStore(e, *dbFile)
+	store, pol, done, err := serverSetup(ctx, e, "mcp", *dbFile, *polFile)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if *polFile == "" {
-		fmt.Fprintln(e.stderr, "browser-agent mcp: no --policy: serving the embedded demo site in-process; the tools can reach only it")
-	}
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile, "")
-	if err != nil {
-		if isLoadError(err) {
-			return &ExitError{Code: ExitUsage, Err: err}
-		}
-		return err
-	}
-	defer stopSite()
+	defer done()
 	srv, err := mcpserver.New(mcpserver.Config{
 		Policy: pol, Launch: mcpserver.Launcher(launchMCP), Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
-		Logf: func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) },
+		Logf: stderrLogf(e),
 	})
 	if err != nil {
 		return err
@@ -92,19 +72,72 @@ func mcpCmd(e *env, args []string) error {
 		}
 		return srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{e.stdout}})
 	}
+	err = serveMCPHTTP(ctx, e, "mcp", addr, store.Path(), func(o mcpserver.HTTPOptions) http.Handler { return srv.HTTPHandler(o) })
+	srv.Close()
+	return err
+}
+
+// serverSetup opens the audit store and loads the policy of a server command (mcp, guard):
+// without a policy file, the embedded demo site is served in-process. done closes both.
+func serverSetup(ctx context.Context, e *env, cmd, dbFile, polFile string) (store *audit.Store, pol *policy.Policy, done func(), err error) {
+	store, err = openStore(e, dbFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if polFile == "" {
+		fmt.Fprintf(e.stderr, "browser-agent %s: no --policy: serving the embedded demo site in-process; the browser can reach only it\n", cmd)
+	}
+	pol, stopSite, err := sitePolicy(ctx, e, polFile, "")
+	if err != nil {
+		store.Close()
+		if isLoadError(err) {
+			return nil, nil, nil, &ExitError{Code: ExitUsage, Err: err}
+		}
+		return nil, nil, nil, err
+	}
+	return store, pol, func() { stopSite(); store.Close() }, nil
+}
+
+// stderrLogf writes metadata-only log lines to stderr, one printable line each.
+func stderrLogf(e *env) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintln(e.stderr, printable(fmt.Sprintf(format, args...))) }
+}
+
+// httpListenAddr checks an --http address: loopback when no host is given, and a listener
+// beyond loopback only with a bearer token of at least 16 characters.
+func httpListenAddr(addr, token string) (string, error) {
+	if addr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", usageError("--http %q: want HOST:PORT, e.g. 127.0.0.1:8765", addr)
+	}
+	if host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port) // loopback unless asked otherwise
+	}
+	if !mcpserver.IsLoopback(addr) && len(token) < 16 {
+		return "", usageError("--http %s listens beyond loopback: set $%s to a bearer token of at least 16 characters", addr, EnvMCPToken)
+	}
+	return addr, nil
+}
+
+// serveMCPHTTP serves an MCP handler at MCPPath on addr until ctx is done, with the bearer token
+// of $EnvMCPToken and the listener's own origins.
+func serveMCPHTTP(ctx context.Context, e *env, cmd, addr, auditPath string, handler func(mcpserver.HTTPOptions) http.Handler) error {
+	token := os.Getenv(EnvMCPToken)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		srv.Close()
 		return fmt.Errorf("--http: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, srv.HTTPHandler(mcpserver.HTTPOptions{Token: token, Origins: mcpserver.LocalOrigins(ln.Addr())}))
+	mux.Handle(MCPPath, handler(mcpserver.HTTPOptions{Token: token, Origins: mcpserver.LocalOrigins(ln.Addr())}))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	auth := "no token"
 	if token != "" {
 		auth = "bearer token from $" + EnvMCPToken
 	}
-	fmt.Fprintf(e.stderr, "browser-agent mcp: serving MCP (Streamable HTTP) at http://%s%s, %s; audit in %s\n", ln.Addr(), MCPPath, auth, store.Path())
+	fmt.Fprintf(e.stderr, "browser-agent %s: serving MCP (Streamable HTTP) at http://%s%s, %s; audit in %s\n", cmd, ln.Addr(), MCPPath, auth, auditPath)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -114,7 +147,6 @@ func mcpCmd(e *env, args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)
-	srv.Close()
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

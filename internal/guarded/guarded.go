@@ -31,10 +31,42 @@ type Browser struct {
 	*bridge.Session
 	proxy *proxy.Proxy
 	rt    *bridge.Runtime // the driver, when the Browser started its own (LaunchWith)
+	log   DecisionLog
+}
 
+// DecisionLog keeps the request decisions taken between two steps, at most MaxPendingDecisions
+// (the excess is counted), for the audit rows under the next step. The zero value is ready.
+type DecisionLog struct {
 	mu      sync.Mutex
 	pending []policy.Entry
 	dropped int
+}
+
+// Note keeps one decision. It is safe for concurrent use.
+func (l *DecisionLog) Note(d policy.Entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) >= MaxPendingDecisions {
+		l.dropped++
+		return
+	}
+	l.pending = append(l.pending, d)
+}
+
+// Take returns the decisions noted since the last Take, and a denied entry that counts the
+// ones not kept.
+func (l *DecisionLog) Take() []policy.Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.pending
+	if l.dropped > 0 {
+		out = append(out, policy.Entry{
+			Verdict: policy.Deny, Layer: policy.LayerBrowser,
+			Reason: fmt.Sprintf("%d more request decisions not recorded", l.dropped),
+		})
+	}
+	l.pending, l.dropped = nil, 0
+	return out
 }
 
 // Launch starts the egress proxy and a dedicated Chromium that can reach nothing but through it.
@@ -126,31 +158,11 @@ func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...
 	return g, nil
 }
 
-func (g *Browser) note(d policy.Entry) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.pending) >= MaxPendingDecisions {
-		g.dropped++
-		return
-	}
-	g.pending = append(g.pending, d)
-}
+func (g *Browser) note(d policy.Entry) { g.log.Note(d) }
 
 // TakeDecisions returns the requests decided by the browser layer and the proxy since the last
 // call. It implements coordinator.EgressLog.
-func (g *Browser) TakeDecisions() []policy.Entry {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := g.pending
-	if g.dropped > 0 {
-		out = append(out, policy.Entry{
-			Verdict: policy.Deny, Layer: policy.LayerBrowser,
-			Reason: fmt.Sprintf("%d more request decisions not recorded", g.dropped),
-		})
-	}
-	g.pending, g.dropped = nil, 0
-	return out
-}
+func (g *Browser) TakeDecisions() []policy.Entry { return g.log.Take() }
 
 // ErrBrowserExited is what Alive returns when the run's Chromium is gone.
 var ErrBrowserExited = errors.New("Chromium or its driver exited during the run (killed, crashed or out of memory); run the task again")

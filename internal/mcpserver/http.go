@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,8 +24,14 @@ type HTTPOptions struct {
 // HTTPHandler serves the Streamable HTTP transport. Each MCP session (Mcp-Session-Id) gets its
 // own browser; a session idle for the idle timeout is closed with its browser.
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      s.cfg.IdleTimeout,
+	return HTTPHandler(s.mcp, s.cfg.IdleTimeout, o)
+}
+
+// HTTPHandler serves srv over the Streamable HTTP transport behind o's checks (origin, bearer
+// token); a session idle for idle is closed. browser-agent guard serves its server through it too.
+func HTTPHandler(srv *mcp.Server, idle time.Duration, o HTTPOptions) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      idle,
 		MaxRequestBodyBytes: 1 << 20,
 	})
 	token := []byte(o.Token)

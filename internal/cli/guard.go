@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/internal/mcpguard"
+	"github.com/browser-agent/browser-agent/internal/mcpserver"
+)
+
+// guardCmd is "browser-agent guard [--policy FILE] [--db FILE] [--http ADDR] -- COMMAND [ARGS...]".
+func guardCmd(e *env, args []string) error {
+	fs := newFlags(e, "guard", "[--policy FILE] [--db FILE] [--http ADDR] -- COMMAND [ARGS...]")
+	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
+	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	command := fs.Args()
+	if err := mcpguard.CheckCommand(command); err != nil {
+		return usageError("%v", err)
+	}
+	addr, err := httpListenAddr(*httpAddr, os.Getenv(EnvMCPToken))
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, pol, done, err := serverSetup(ctx, e, "guard", *dbFile, *polFile)
+	if err != nil {
+		return err
+	}
+	defer done()
+	popts, err := proxyOptions()
+	if err != nil {
+		return err
+	}
+	g, err := mcpguard.Start(ctx, mcpguard.Config{
+		Policy: pol, Command: command, Store: store, ProxyOptions: popts, Stderr: e.stderr, Logf: stderrLogf(e),
+	})
+	if err != nil {
+		return err
+	}
+	if addr == "" {
+		fmt.Fprintf(e.stderr, "browser-agent guard: serving MCP on stdio; audit in %s\n", store.Path())
+		in, _ := e.stdin.(io.ReadCloser)
+		if in == nil {
+			in = io.NopCloser(e.stdin)
+		}
+		return g.Run(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{e.stdout}})
+	}
+	err = serveMCPHTTP(ctx, e, "guard", addr, store.Path(), func(o mcpserver.HTTPOptions) http.Handler {
+		return mcpserver.HTTPHandler(g.Server(), mcpserver.DefaultIdleTimeout, o)
+	})
+	if cerr := g.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGuardUsage: a guard command line that would leave the browser outside the wall, or has no
+// upstream, is a usage error naming what is wrong, and writes nothing (no audit database).
+func TestGuardUsage(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "audit.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no upstream", []string{"guard", "--db", db}, "no upstream command"},
+		{"nothing after --", []string{"guard", "--db", db, "--"}, "no upstream command"},
+		{"own cdp endpoint", []string{"guard", "--db", db, "--", "npx", "@playwright/mcp", "--cdp-endpoint", "ws://127.0.0.1:9222"}, "--cdp-endpoint"},
+		{"own proxy", []string{"guard", "--db", db, "--", "npx", "@playwright/mcp", "--proxy-server=http://127.0.0.1:3128"}, "--proxy-server"},
+		{"own config", []string{"guard", "--db", db, "--", "npx", "@playwright/mcp", "--config", "c.json"}, "--config"},
+		{"http beyond loopback without a token", []string{"guard", "--db", db, "--http", "0.0.0.0:0", "--", "npx", "@playwright/mcp"}, "bearer token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(EnvMCPToken, "")
+			code, out, errOut := runCLI(t, tc.args...)
+			if code != ExitUsage || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("%q:\n\tgot  %d %q %q\n\twant %d and stderr naming %q", tc.args, code, out, errOut, ExitUsage, tc.want)
+			}
+			if _, err := os.Stat(db); !os.IsNotExist(err) {
+				t.Errorf("%q wrote the audit database", tc.args)
+			}
+		})
+	}
+}

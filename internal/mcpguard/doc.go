@@ -1,0 +1,40 @@
+// Package mcpguard puts another browser MCP server (Playwright MCP, npm @playwright/mcp) behind
+// this project's wall: it starts that server as its client, behind the run's egress proxy, and
+// offers an allow-list of its tools to an MCP client, deciding every call.
+//
+// What the guard decides:
+//
+//   - The network: the upstream's Chromium is started (through Playwright MCP's config file,
+//     PLAYWRIGHT_MCP_CONFIG) behind an egress proxy of its own (proxy.Start) for the policy, with
+//     the proxy's credential and its per-run key trusted by SPKI hash only. So no request the
+//     policy refuses leaves, whatever is clicked: only GET and HEAD of routes the policy lists,
+//     every redirect hop decided again. Command-line flags and PLAYWRIGHT_MCP_* variables that
+//     would take the browser out from behind the proxy (another config, proxy, CDP endpoint,
+//     extension, ignored certificate errors, init scripts) are refused or dropped.
+//   - Tools: only DefaultTools (navigate, back, snapshot, click, type, press key, select, hover,
+//     wait, tabs, screenshot, close) are listed; script, code, file, network, storage and dialog
+//     tools are not. A navigation's URL is decided by the policy before it is sent. An argument
+//     that writes a file (filename) is refused.
+//   - Targets: a call that changes the page names a ref (never a selector) from the snapshot the
+//     client was shown last, and the guard takes a snapshot of its own just before the call: the
+//     ref must be on the page now with the same role and name, or the call is refused.
+//   - Typing: into a field this project's credential detection (bridge.CredentialField) calls a
+//     sign-in, verification or card field is refused; so is typing that would submit (submit, a
+//     line break) and any key but a movement key.
+//   - Dialogs: an alert is accepted; any other dialog (confirm, prompt, beforeunload) is
+//     dismissed by the guard, and a file chooser cancelled.
+//   - Results: after every call the guard reads the page's editable fields (never their values);
+//     when one holding a value is a credential field, the whole result is withheld. Everything
+//     the upstream returns is passed as untrusted page data, under "untrusted_page_data".
+//   - Audit: one run of kind "guard" in the audit store; one step per call with its decision,
+//     and the egress proxy's decisions beneath it (tool "request").
+//
+// What it does not decide: what the upstream's own process does besides its browser (Playwright
+// MCP writes its output folder), and a page that lies to the guard's field reader from its own
+// script (the reader runs in the page's world, as Playwright MCP's evaluate does).
+//
+// It sits beside internal/mcpserver, on proxy, bridge (credential detection), policy and audit;
+// internal/cli's guard starts it.
+//
+// Key types: Guard (Start; Run on stdio, Server for Streamable HTTP), Config.
+package mcpguard
