@@ -26,7 +26,7 @@ import (
 // (the bound is not a speed assertion; it is far above what any case needs).
 
 // startBound is how long a start-up case may take before it counts as hung.
-const startBound = 90 * time.Second
+const startBound = 2 * time.Minute
 
 // startTimeout is the binary's start-up phase bound for the cases whose part never answers.
 const startTimeout = "4s"
