@@ -81,7 +81,7 @@ func (e *SetupError) fix() string {
 const (
 	FixDriver   = "run scripts/setup, set " + EnvDriverDir + "; see browser-agent doctor"
 	FixNode     = "install Node.js 20+, run scripts/setup or set PLAYWRIGHT_NODEJS_PATH; see browser-agent doctor"
-	FixVersion  = "run scripts/setup in this binary's checkout; see browser-agent doctor"
+	FixVersion  = "run scripts/setup in its checkout; see browser-agent doctor"
 	FixChromium = "install chromium (scripts/setup) or set " + EnvChromium + "; see browser-agent doctor"
 )
 
@@ -285,7 +285,7 @@ func checkDriverDir(dir string) error {
 		var pkg struct{ Version string }
 		_ = json.Unmarshal(data, &pkg)
 		return &SetupError{What: "playwright driver", Looked: []string{dir}, Fix: FixVersion,
-			Problem: fmt.Sprintf("of another version (playwright-core %q, need %s)", pkg.Version, DriverVersion)}
+			Problem: fmt.Sprintf("of another version (%s, need %s)", pkg.Version, DriverVersion)}
 	}
 	node := os.Getenv("PLAYWRIGHT_NODEJS_PATH")
 	where := "PLAYWRIGHT_NODEJS_PATH"

@@ -70,8 +70,7 @@ type policyFileError struct {
 }
 
 func (e *policyFileError) Error() string {
-	return fmt.Sprintf("policy file %s cannot be read (%v); fix: make it a readable file (chmod a+r %s) or give another --policy; %s",
-		e.file, e.err, e.file, fixDoctor)
+	return fmt.Sprintf("policy file %s cannot be read (%v); give a readable file to --policy; %s", e.file, e.err, fixDoctor)
 }
 
 func (e *policyFileError) Unwrap() error { return e.err }
@@ -83,7 +82,7 @@ func loadPolicyFile(ctx context.Context, file string) (*policy.Policy, error) {
 	return startup.Do(ctx, "policy", "policy file "+file, "give a policy file on a local disk; "+fixDoctor,
 		func() (*policy.Policy, error) {
 			if fi, err := os.Stat(file); err == nil && !fi.Mode().IsRegular() {
-				return nil, &policyFileError{file, fmt.Errorf("not a regular file: %s", fi.Mode().Type())}
+				return nil, &policyFileError{file, errors.New("not a regular file")}
 			}
 			pol, err := policy.Load(file)
 			if errors.Is(err, fs.ErrPermission) {

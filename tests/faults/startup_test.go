@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 )
@@ -30,6 +31,9 @@ const startBound = 2 * time.Minute
 
 // startTimeout is the binary's start-up phase bound for the cases whose part never answers.
 const startTimeout = "4s"
+
+// chromiumTimeout is that bound for a Chromium that never answers, after a real driver started.
+const chromiumTimeout = "20s"
 
 // lone is a copy of the binary in a directory of its own, so that no driver/ is found above it.
 var lone string
@@ -164,19 +168,213 @@ func wantEnd(t *testing.T, res startResult, exit int, status string, want ...str
 			t.Errorf("reason %q does not say %q", res.reason, w)
 		}
 	}
+	if res.db == "" { // the store could not be opened: the result is on stdout only
+		return
+	}
 	got, _ := rows(t, res.db)
 	if len(got) != 1 || got[0].ID != res.runID || got[0].Status != status || got[0].Reason != res.reason {
 		t.Errorf("audit: got %+v, want run %s %s %q", got, res.runID, status, res.reason)
 	}
 }
 
-// TestStartupNoDriver is the run of a new user from a directory with no driver above it and no
-// BROWSER_AGENT_DRIVER_DIR: it ends at once, saying where it looked and what to do.
-func TestStartupNoDriver(t *testing.T) {
-	t.Parallel()
-	res := start(t, startCase{})
-	wantFailure(t, res, "playwright driver not found", "BROWSER_AGENT_DRIVER_DIR", "/usr/lib/browser-agent/driver", "browser-agent doctor")
+// fakeDriver makes a driver directory: package/ with a package.json of version (the real
+// package's other files linked), and node, a shell script with body, when body is not "".
+func fakeDriver(t *testing.T, version, nodeBody string) string {
+	t.Helper()
+	real := filepath.Join(testbrowser.DriverDir(), "package")
+	dir := t.TempDir()
+	pkg := filepath.Join(dir, "package")
+	if err := os.Mkdir(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() != "package.json" {
+			if err := os.Symlink(filepath.Join(real, e.Name()), filepath.Join(pkg, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name": "playwright-core", "version": "`+version+`"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if nodeBody != "" {
+		script(t, filepath.Join(dir, "node"), nodeBody)
+	}
+	return dir
 }
 
-var _ = io.Discard
-var _ = testbrowser.RepoRoot
+// script writes an executable shell script.
+func script(t *testing.T, path, body string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// hangs is the body of a fake that says it started (a file at started) and never answers.
+func hangs(started string) string { return "echo $$ > " + started + "\nexec sleep 600" }
+
+func exists(path string) func(string) bool {
+	return func(string) bool { _, err := os.Stat(path); return err == nil }
+}
+
+func paused(phase string) func(string) bool {
+	return func(stderr string) bool { return strings.Contains(stderr, "start-up: paused at "+phase+" ") }
+}
+
+const driverVersion = "1.64.1"
+
+// TestStartupFaults: each broken part ends the run with exit 1 and a reason naming it, where it
+// was looked for, and the fix; nothing is left running and the run has its audit row (but for
+// an audit store that cannot be written).
+func TestStartupFaults(t *testing.T) {
+	t.Parallel()
+	realDriver := "BROWSER_AGENT_DRIVER_DIR=" + testbrowser.DriverDir()
+	short := "BROWSER_AGENT_START_TIMEOUT=" + startTimeout
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) (startCase, []string) // the case and what its reason must say
+		noRow bool                                     // the store cannot be written: no audit row
+	}{
+		{"driver missing", func(t *testing.T) (startCase, []string) {
+			return startCase{}, []string{"playwright driver not found", "$BROWSER_AGENT_DRIVER_DIR", "driver/ above cwd or binary",
+				"/usr/lib/browser-agent/driver", "run scripts/setup", "browser-agent doctor"}
+		}, false},
+		{"driver of another version", func(t *testing.T) (startCase, []string) {
+			dir := fakeDriver(t, "1.50.0", "exec /usr/bin/env node \"$@\"")
+			return startCase{env: []string{"BROWSER_AGENT_DRIVER_DIR=" + dir}},
+				[]string{"playwright driver of another version", "(1.50.0, need " + driverVersion + ")", "at " + dir, "scripts/setup", "browser-agent doctor"}
+		}, false},
+		{"node missing", func(t *testing.T) (startCase, []string) {
+			dir := fakeDriver(t, driverVersion, "")
+			return startCase{env: []string{"BROWSER_AGENT_DRIVER_DIR=" + dir}},
+				[]string{"node not found at " + filepath.Join(dir, "node"), "PLAYWRIGHT_NODEJS_PATH", "scripts/setup", "browser-agent doctor"}
+		}, false},
+		{"node that never answers", func(t *testing.T) (startCase, []string) {
+			dir := fakeDriver(t, driverVersion, hangs(filepath.Join(t.TempDir(), "started")))
+			return startCase{env: []string{"BROWSER_AGENT_DRIVER_DIR=" + dir, short}},
+				[]string{"playwright driver did not answer within " + startTimeout, "at " + dir, "browser-agent doctor"}
+		}, false},
+		{"chromium missing", func(t *testing.T) (startCase, []string) {
+			path := filepath.Join(t.TempDir(), "chromium")
+			return startCase{env: []string{realDriver, "BROWSER_AGENT_CHROMIUM=" + path}},
+				[]string{"chromium not found at " + path, "BROWSER_AGENT_CHROMIUM", "scripts/setup", "browser-agent doctor"}
+		}, false},
+		{"chromium exiting at launch", func(t *testing.T) (startCase, []string) {
+			path := script(t, filepath.Join(t.TempDir(), "chromium"), "echo 'cannot open display' >&2\nexit 1")
+			return startCase{env: []string{realDriver, "BROWSER_AGENT_CHROMIUM=" + path}},
+				[]string{"chromium exited at launch at " + path, "BROWSER_AGENT_CHROMIUM", "browser-agent doctor"}
+		}, false},
+		{"chromium that never answers", func(t *testing.T) (startCase, []string) {
+			path := script(t, filepath.Join(t.TempDir(), "chromium"), hangs(filepath.Join(t.TempDir(), "started")))
+			// Its bound is longer: the real driver must start within it first, on a loaded machine.
+			return startCase{env: []string{realDriver, "BROWSER_AGENT_CHROMIUM=" + path, "BROWSER_AGENT_START_TIMEOUT=" + chromiumTimeout}},
+				[]string{"chromium did not answer within " + chromiumTimeout + " at " + path, "BROWSER_AGENT_CHROMIUM", "browser-agent doctor"}
+		}, false},
+		{"demo-site port taken", func(t *testing.T) (startCase, []string) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			addr := ln.Addr().String()
+			return startCase{env: []string{realDriver, "BROWSER_AGENT_DEMO_ADDR=" + addr}},
+				[]string{"demo site cannot listen on " + addr + " (address already in use)", "BROWSER_AGENT_DEMO_ADDR=127.0.0.1:0", "browser-agent doctor"}
+		}, false},
+		{"audit store unwritable", func(t *testing.T) (startCase, []string) {
+			return startCase{}, []string{"audit store: ", "audit.db: read-only", "give another --db"}
+		}, true},
+		{"policy unreadable", func(t *testing.T) (startCase, []string) {
+			fifo := filepath.Join(t.TempDir(), "policy.yaml")
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return startCase{env: []string{realDriver}, args: []string{"--policy", fifo}},
+				[]string{"policy file " + fifo + " cannot be read", "not a regular file", "--policy", "browser-agent doctor"}
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, want := tc.setup(t)
+			var res startResult
+			if tc.noRow {
+				db := filepath.Join(t.TempDir(), "audit.db")
+				if err := os.WriteFile(db, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				testutil.ReadOnly(t, db)
+				res = start(t, c, "run", "--preset", "lookup", "--json", "--db", db)
+				res.db = ""
+			} else {
+				res = start(t, c)
+			}
+			wantFailure(t, res, want...)
+		})
+	}
+}
+
+// TestStartupSignals sends SIGTERM or SIGINT during each phase of start-up: the run ends with
+// 143 or 130, interrupted, with its audit row (but for the audit store's own phase), and nothing
+// left running. A phase a part holds for ever (a node or a Chromium that never answers) is hit
+// while the part hangs; the others, too short to hit, pause at their start (BROWSER_AGENT_TEST_PAUSE).
+func TestStartupSignals(t *testing.T) {
+	t.Parallel()
+	realDriver := "BROWSER_AGENT_DRIVER_DIR=" + testbrowser.DriverDir()
+	pause := func(phase string) startCase {
+		return startCase{env: []string{realDriver, "BROWSER_AGENT_TEST_PAUSE=" + phase}, ready: paused(phase)}
+	}
+	cases := []struct {
+		name  string
+		sig   syscall.Signal
+		setup func(t *testing.T) startCase
+		noRow bool
+	}{
+		{"audit store", syscall.SIGTERM, func(t *testing.T) startCase { return pause("audit store") }, true},
+		{"policy", syscall.SIGINT, func(t *testing.T) startCase {
+			c := pause("policy")
+			file := filepath.Join(t.TempDir(), "policy.yaml")
+			if err := os.WriteFile(file, demosite.PolicyYAML("http://127.0.0.1:8081"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.args = []string{"--policy", file}
+			return c
+		}, false},
+		{"demo site", syscall.SIGTERM, func(t *testing.T) startCase { return pause("demo site") }, false},
+		{"model settings", syscall.SIGINT, func(t *testing.T) startCase { return pause("model settings") }, false},
+		{"driver", syscall.SIGTERM, func(t *testing.T) startCase { return pause("driver") }, false},
+		{"node that never answers", syscall.SIGINT, func(t *testing.T) startCase {
+			started := filepath.Join(t.TempDir(), "started")
+			dir := fakeDriver(t, driverVersion, hangs(started))
+			return startCase{env: []string{"BROWSER_AGENT_DRIVER_DIR=" + dir}, ready: exists(started)}
+		}, false},
+		{"proxy", syscall.SIGTERM, func(t *testing.T) startCase { return pause("proxy") }, false},
+		{"chromium", syscall.SIGINT, func(t *testing.T) startCase { return pause("chromium") }, false},
+		{"chromium that never answers", syscall.SIGTERM, func(t *testing.T) startCase {
+			started := filepath.Join(t.TempDir(), "started")
+			path := script(t, filepath.Join(t.TempDir(), "chromium"), hangs(started))
+			return startCase{env: []string{realDriver, "BROWSER_AGENT_CHROMIUM=" + path}, ready: exists(started)}
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := tc.setup(t)
+			c.signal = tc.sig
+			res := start(t, c)
+			exit, name := 143, "SIGTERM"
+			if tc.sig == syscall.SIGINT {
+				exit, name = 130, "SIGINT"
+			}
+			if tc.noRow {
+				res.db = ""
+			}
+			wantEnd(t, res, exit, "interrupted", "interrupted: "+name+" received")
+		})
+	}
+}
