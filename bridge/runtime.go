@@ -41,7 +41,10 @@ func (e *SetupError) problem() string {
 	return e.Problem
 }
 
-func (e *SetupError) Error() string {
+func (e *SetupError) Error() string { return e.Failure() + "; fix: " + e.Remedy() }
+
+// Failure is Error without the fix: the part, what is wrong, every place looked, the cause.
+func (e *SetupError) Failure() string {
 	msg := e.What + " " + e.problem()
 	if len(e.Looked) > 0 {
 		msg += " (looked in " + strings.Join(e.Looked, ", ") + ")"
@@ -49,8 +52,11 @@ func (e *SetupError) Error() string {
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	return msg + "; fix: " + e.fix()
+	return msg
 }
+
+// Remedy is the fix: the command or setting that makes the part work.
+func (e *SetupError) Remedy() string { return e.fix() }
 
 // StartReason is the error in one short line: the part, what is wrong, where, and the fix
 // (coordinator.LaunchReason keeps it whole; the audit store keeps 200 bytes of a reason).

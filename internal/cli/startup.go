@@ -69,9 +69,14 @@ type policyFileError struct {
 	err  error
 }
 
-func (e *policyFileError) Error() string {
-	return fmt.Sprintf("policy file %s cannot be read (%v); give a readable file to --policy; %s", e.file, e.err, fixDoctor)
+func (e *policyFileError) Error() string { return e.Failure() + "; " + e.Remedy() }
+
+// Failure says which file and why it cannot be read; Remedy what fixes it.
+func (e *policyFileError) Failure() string {
+	return fmt.Sprintf("policy file %s cannot be read (%v)", e.file, e.err)
 }
+
+func (e *policyFileError) Remedy() string { return "give a readable file to --policy; " + fixDoctor }
 
 func (e *policyFileError) Unwrap() error { return e.err }
 

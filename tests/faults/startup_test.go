@@ -378,3 +378,88 @@ func TestStartupSignals(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctor runs browser-agent doctor with every part working (exit 0, each line ok, with the
+// versions) and with each part broken in turn (exit 1, the part's line FAIL with its fix).
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	realDriver := "BROWSER_AGENT_DRIVER_DIR=" + testbrowser.DriverDir()
+	type line struct {
+		Part, Uses, Error, Fix string
+		OK                     bool
+	}
+	doctor := func(t *testing.T, env []string, args ...string) (int, map[string]line, string) {
+		db := filepath.Join(t.TempDir(), "audit.db")
+		res := start(t, startCase{env: env}, append([]string{"doctor", "--json", "--db", db}, args...)...)
+		var out struct {
+			OK     bool
+			Checks []line
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+			t.Fatalf("doctor --json: %v\n%s\n%s", err, res.stdout, res.stderr)
+		}
+		byPart := map[string]line{}
+		for _, l := range out.Checks {
+			byPart[l.Part] = l
+		}
+		if out.OK != (res.exit == 0) {
+			t.Errorf("ok %v with exit %d", out.OK, res.exit)
+		}
+		return res.exit, byPart, res.stdout
+	}
+	parts := []string{"audit store", "policy", "driver", "node", "chromium"}
+	t.Run("all working", func(t *testing.T) {
+		t.Parallel()
+		exit, got, out := doctor(t, []string{realDriver})
+		if exit != 0 {
+			t.Errorf("exit %d, want 0\n%s", exit, out)
+		}
+		for _, p := range parts {
+			if !got[p].OK {
+				t.Errorf("%s: %+v, want ok", p, got[p])
+			}
+		}
+		for p, want := range map[string]string{"driver": "(playwright-core " + driverVersion + ")", "node": "(v", "chromium": "launches"} {
+			if !strings.Contains(got[p].Uses, want) {
+				t.Errorf("%s uses %q, want it to say %q", p, got[p].Uses, want)
+			}
+		}
+	})
+	fifo := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := []struct {
+		name, part string
+		env        func(t *testing.T) []string
+		args       []string
+		err, fix   string
+	}{
+		{"driver missing", "driver", func(t *testing.T) []string { return nil }, nil, "playwright driver not found", "BROWSER_AGENT_DRIVER_DIR"},
+		{"driver of another version", "driver", func(t *testing.T) []string {
+			return []string{"BROWSER_AGENT_DRIVER_DIR=" + fakeDriver(t, "1.50.0", "exec /usr/bin/env node \"$@\"")}
+		}, nil, "(1.50.0, need " + driverVersion + ")", "scripts/setup"},
+		{"node missing", "driver", func(t *testing.T) []string {
+			return []string{"BROWSER_AGENT_DRIVER_DIR=" + fakeDriver(t, driverVersion, "")}
+		}, nil, "node not found", "PLAYWRIGHT_NODEJS_PATH"},
+		{"chromium missing", "chromium", func(t *testing.T) []string {
+			return []string{realDriver, "BROWSER_AGENT_CHROMIUM=/nonexistent/chromium"}
+		}, nil, "chromium not found", "BROWSER_AGENT_CHROMIUM"},
+		{"chromium exiting at launch", "chromium", func(t *testing.T) []string {
+			return []string{realDriver, "BROWSER_AGENT_CHROMIUM=" + script(t, filepath.Join(t.TempDir(), "chromium"),
+				"[ \"$1\" = --version ] && { echo 'Chromium 1.0'; exit 0; }\nexit 1")}
+		}, nil, "chromium exited at launch", "BROWSER_AGENT_CHROMIUM"},
+		{"policy unreadable", "policy", func(t *testing.T) []string { return []string{realDriver} }, []string{"--policy", fifo},
+			"not a regular file", "--policy"},
+	}
+	for _, tc := range broken {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			exit, got, out := doctor(t, tc.env(t), tc.args...)
+			l := got[tc.part]
+			if exit != 1 || l.OK || !strings.Contains(l.Error, tc.err) || !strings.Contains(l.Fix, tc.fix) {
+				t.Errorf("exit %d, %s: %+v; want exit 1, FAIL saying %q with a fix naming %q\n%s", exit, tc.part, l, tc.err, tc.fix, out)
+			}
+		})
+	}
+}
