@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -185,13 +186,20 @@ func parents() map[int]int {
 // killNewChildren kills, with SIGKILL, the children of this process not in old and all their
 // descendants.
 func killNewChildren(old map[int]bool) {
-	pp := parents()
-	kill := map[int]bool{}
-	for p, parent := range pp {
-		if parent == os.Getpid() && !old[p] {
-			kill[p] = true
+	roots := map[int]bool{}
+	for p := range children(os.Getpid()) {
+		if !old[p] {
+			roots[p] = true
 		}
 	}
+	killTree(roots)
+}
+
+// killTree kills, with SIGKILL, the processes roots and all their descendants, found at once
+// before any is killed (a killed parent's children would be adopted by another).
+func killTree(roots map[int]bool) {
+	pp := parents()
+	kill := maps.Clone(roots)
 	for grew := true; grew; {
 		grew = false
 		for p, parent := range pp {
@@ -203,6 +211,18 @@ func killNewChildren(old map[int]bool) {
 	for p := range kill {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
+}
+
+// Kill stops the driver at once: its process and every process it started (Chromium included)
+// are killed with SIGKILL, then the Runtime is closed. Stopping it gracefully (Close) lets the
+// driver wait up to 30 s for a Chromium that does not answer; Kill is for when nothing it runs
+// is needed any more (a signal during a launch).
+func (rt *Runtime) Kill() error {
+	if pid := rt.pw.Pid(); pid > 0 {
+		killTree(map[int]bool{pid: true})
+	}
+	_ = rt.Close() // the driver is gone: its wait reports the kill
+	return nil
 }
 
 // chromiumError is the error of a Chromium launch that failed: one line naming the binary, whether

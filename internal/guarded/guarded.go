@@ -82,10 +82,11 @@ func LaunchWith(ctx context.Context, pol *policy.Policy, popts []proxy.Option, o
 		if err := startup.Begin(ctx, "chromium"); err != nil {
 			return nil, err
 		}
-		// A signal during the launch stops the driver, which ends the launch and its Chromium.
+		// A signal during the launch kills the driver and its Chromium, which ends the launch (a
+		// graceful stop would let the driver wait 30 s for a Chromium that does not answer).
 		closed := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() {
-			d.rt.Close()
+			d.rt.Kill()
 			close(closed)
 		})
 		lctx, cancel := context.WithTimeout(ctx, startup.Timeout())
