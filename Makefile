@@ -25,8 +25,11 @@ gen-check:
 	$(GO) run ./web/internal/genrender -check web/static/render.js extension/render.js
 
 # The main job: the lookup preset against the embedded demo site, with the offline planner.
+# A run that fails (exit 1: a part missing or broken) points at doctor, which checks each part.
 demo: build
-	bin/browser-agent run --preset lookup --db "$${BROWSER_AGENT_DB:-$(CURDIR)/.state/audit.db}"
+	@bin/browser-agent run --preset lookup --db "$${BROWSER_AGENT_DB:-$(CURDIR)/.state/audit.db}" || { code=$$?; \
+	if [ $$code -eq 1 ]; then echo "make demo: the run failed; run bin/browser-agent doctor: it checks the driver, node, Chromium, the audit store and the policy, and says what fixes each" >&2; fi; \
+	exit $$code; }
 
 # The whole suite: formatting, vet, and every test (the fuzz targets run on their seed corpus).
 test: setup fmt-check vet gen-check unit

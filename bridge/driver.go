@@ -2,16 +2,21 @@ package bridge
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 )
@@ -33,6 +38,10 @@ var runMu sync.Mutex
 func startDriver(dir string, opts *playwright.RunOptions, logf func(string, ...any)) (*playwright.Playwright, error) {
 	runMu.Lock()
 	defer runMu.Unlock()
+	return startDriverLocked(dir, opts, logf)
+}
+
+func startDriverLocked(dir string, opts *playwright.RunOptions, logf func(string, ...any)) (*playwright.Playwright, error) {
 	if os.Getenv("PLAYWRIGHT_CLI_PATH") == "" {
 		launcher, err := writeLauncher(filepath.Join(dir, "package", "cli.js"))
 		if err != nil {
@@ -84,3 +93,161 @@ func writeLauncher(cli string) (string, error) {
 	}
 	return path, nil
 }
+
+// startDriverContext is startDriver bounded by ctx, which has a deadline. playwright.Run takes no
+// context and waits for node for ever (a node that hangs, or a driver that never answers), so
+// when ctx ends first the processes this start made (children of this process that were not
+// there before it, and their descendants) are killed, which ends playwright.Run, and the error
+// says what did not answer, or is ctx's cause when ctx was canceled. It waits a moment for
+// playwright.Run to end; a driver that answered meanwhile is stopped.
+func startDriverContext(ctx context.Context, dir string, opts *playwright.RunOptions, logf func(string, ...any)) (*playwright.Playwright, error) {
+	deadline, _ := ctx.Deadline()
+	bound := time.Until(deadline).Round(time.Second)
+	type started struct {
+		pw  *playwright.Playwright
+		err error
+	}
+	done := make(chan started, 1)
+	before := make(chan map[int]bool, 1)
+	go func() {
+		runMu.Lock()
+		defer runMu.Unlock()
+		before <- children(os.Getpid()) // starts are serialized: a new child is this start's
+		pw, err := startDriverLocked(dir, opts, logf)
+		done <- started{pw, err}
+	}()
+	select {
+	case d := <-done:
+		return d.pw, d.err
+	case <-ctx.Done():
+	}
+	select {
+	case old := <-before:
+		killNewChildren(old)
+	default: // another start holds runMu: this one has started nothing yet
+	}
+	stopped := make(chan struct{})
+	go func() { // the start ends once its processes are gone
+		if d := <-done; d.pw != nil {
+			_ = d.pw.Stop()
+		}
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return nil, &SetupError{What: "playwright driver", Problem: fmt.Sprintf("did not answer within %s", bound), Looked: []string{dir},
+			Fix: "check that its node runs here, run scripts/setup again; see browser-agent doctor"}
+	}
+	return nil, context.Cause(ctx)
+}
+
+// children returns the pids of the live child processes of pid.
+func children(pid int) map[int]bool {
+	out := map[int]bool{}
+	for p, pp := range parents() {
+		if pp == pid {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// parents maps every process of the machine to its parent, from /proc.
+func parents() map[int]int {
+	ents, _ := os.ReadDir("/proc")
+	out := make(map[int]int, len(ents))
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if pp, err := strconv.Atoi(f[1]); err == nil {
+			out[pid] = pp
+		}
+	}
+	return out
+}
+
+// killNewChildren kills, with SIGKILL, the children of this process not in old and all their
+// descendants.
+func killNewChildren(old map[int]bool) {
+	roots := map[int]bool{}
+	for p := range children(os.Getpid()) {
+		if !old[p] {
+			roots[p] = true
+		}
+	}
+	killTree(roots)
+}
+
+// killTree kills, with SIGKILL, the processes roots and all their descendants, found at once
+// before any is killed (a killed parent's children would be adopted by another).
+func killTree(roots map[int]bool) {
+	pp := parents()
+	kill := maps.Clone(roots)
+	for grew := true; grew; {
+		grew = false
+		for p, parent := range pp {
+			if kill[parent] && !kill[p] {
+				kill[p], grew = true, true
+			}
+		}
+	}
+	for p := range kill {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// Kill stops the driver at once: its process and every process it started (Chromium included)
+// are killed with SIGKILL, then the Runtime is closed. Stopping it gracefully (Close) lets the
+// driver wait up to 30 s for a Chromium that does not answer; Kill is for when nothing it runs
+// is needed any more (a signal during a launch).
+func (rt *Runtime) Kill() error {
+	if pid := rt.pw.Pid(); pid > 0 {
+		killTree(map[int]bool{pid: true})
+	}
+	_ = rt.Close() // the driver is gone: its wait reports the kill
+	return nil
+}
+
+// chromiumError is the error of a Chromium launch that failed: one line naming the binary, whether
+// it exited or did not answer within bound, and the fix. The launch's own message (command line,
+// browser logs) stays in Err for the debug log, not in the message.
+func chromiumError(ctx context.Context, path string, bound time.Duration, err error) error {
+	if ctx.Err() == context.Canceled {
+		return fmt.Errorf("launch chromium: %w", context.Cause(ctx))
+	}
+	problem := "exited at launch"
+	if ctx.Err() == context.DeadlineExceeded || strings.Contains(err.Error(), "Timeout ") {
+		problem = fmt.Sprintf("did not answer within %s", bound.Round(time.Second))
+	}
+	return &launchError{SetupError{What: "chromium", Problem: problem, Looked: []string{path},
+		Fix: "check that it runs here or set " + EnvChromium + "; see browser-agent doctor"}, err}
+}
+
+// launchError is a SetupError whose cause (the launch's full message) is kept for errors.Is and
+// the debug log but left out of the one-line message.
+type launchError struct {
+	SetupError
+	cause error
+}
+
+func (e *launchError) Unwrap() []error { return []error{ErrSetup, e.cause} }
+
+// Detail is the launch's full message, for the debug log.
+func (e *launchError) Detail() string { return e.cause.Error() }

@@ -3,6 +3,8 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
@@ -19,25 +22,74 @@ import (
 // playwright-go v0.6401.0 speaks to.
 const DriverVersion = "1.64.1"
 
-const setupHint = "run scripts/setup (or make setup)"
-
-// SetupError says what is missing to drive Chromium and how to install it. It matches ErrSetup.
+// SetupError says what is missing or broken to drive Chromium, where the bridge looked, and what
+// fixes it. It matches ErrSetup. Error is the whole story (every place looked, the cause);
+// StartReason is its one short line for a run's reason, with no browser log or command line in it.
 type SetupError struct {
-	What   string   // "playwright driver" or "chromium"
-	Looked []string // where the bridge looked
-	Err    error
+	What    string   // "playwright driver", "node" or "chromium"
+	Problem string   // what is wrong with it; "" means "not found"
+	Looked  []string // where the bridge looked
+	Where   string   // Looked said shortly, for StartReason; "" means "at " the first of Looked
+	Err     error
+	Fix     string // the command or setting that fixes it; "" means the default for What
 }
 
-func (e *SetupError) Error() string {
-	msg := fmt.Sprintf("%s not found", e.What)
+func (e *SetupError) problem() string {
+	if e.Problem == "" {
+		return "not found"
+	}
+	return e.Problem
+}
+
+func (e *SetupError) Error() string { return e.Failure() + "; fix: " + e.Remedy() }
+
+// Failure is Error without the fix: the part, what is wrong, every place looked, the cause.
+func (e *SetupError) Failure() string {
+	msg := e.What + " " + e.problem()
 	if len(e.Looked) > 0 {
 		msg += " (looked in " + strings.Join(e.Looked, ", ") + ")"
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
-	return msg + ": " + setupHint
+	return msg
 }
+
+// Remedy is the fix: the command or setting that makes the part work.
+func (e *SetupError) Remedy() string { return e.fix() }
+
+// StartReason is the error in one short line: the part, what is wrong, where, and the fix
+// (coordinator.LaunchReason keeps it whole; the audit store keeps 200 bytes of a reason).
+func (e *SetupError) StartReason() string {
+	where := e.Where
+	if where == "" && len(e.Looked) > 0 {
+		where = "at " + e.Looked[0]
+	}
+	msg := e.What + " " + e.problem()
+	if where != "" {
+		msg += " " + where
+	}
+	return msg + "; " + e.fix()
+}
+
+func (e *SetupError) fix() string {
+	switch {
+	case e.Fix != "":
+		return e.Fix
+	case e.What == "chromium":
+		return FixChromium
+	default:
+		return FixDriver
+	}
+}
+
+// The fixes of a missing or broken part, short enough for a run's reason.
+const (
+	FixDriver   = "run scripts/setup, set " + EnvDriverDir + "; see browser-agent doctor"
+	FixNode     = "install Node.js 20+, run scripts/setup or set PLAYWRIGHT_NODEJS_PATH; see browser-agent doctor"
+	FixVersion  = "run scripts/setup in its checkout; see browser-agent doctor"
+	FixChromium = "install chromium (scripts/setup) or set " + EnvChromium + "; see browser-agent doctor"
+)
 
 // Unwrap lets errors.Is match ErrSetup and the underlying cause.
 func (e *SetupError) Unwrap() []error { return []error{ErrSetup, e.Err} }
@@ -53,7 +105,20 @@ type Runtime struct {
 }
 
 // NewRuntime finds the driver and Chromium and starts the driver. It never downloads anything.
+// A driver that does not answer within DefaultStartTimeout is stopped and is an error.
 func NewRuntime(opts ...Option) (*Runtime, error) {
+	return NewRuntimeContext(context.Background(), opts...)
+}
+
+// DefaultStartTimeout bounds the start of the driver when the context of NewRuntimeContext has
+// no deadline.
+const DefaultStartTimeout = 60 * time.Second
+
+// NewRuntimeContext is NewRuntime bounded by ctx: when ctx ends, or its deadline (else
+// DefaultStartTimeout) passes, before the driver answers, the driver's processes are killed and
+// the error says so (ctx's cause when ctx was canceled). It returns only once nothing it started
+// runs.
+func NewRuntimeContext(ctx context.Context, opts ...Option) (*Runtime, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
@@ -66,8 +131,13 @@ func NewRuntime(opts ...Option) (*Runtime, error) {
 	if cfg.chromium, err = findChromium(cfg.chromium); err != nil {
 		return nil, err
 	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultStartTimeout)
+		defer cancel()
+	}
 	w := &logWriter{logf: cfg.logf, prefix: "driver: "}
-	pw, err := startDriver(dir, &playwright.RunOptions{
+	pw, err := startDriverContext(ctx, dir, &playwright.RunOptions{
 		DriverDirectory:     dir,
 		SkipInstallBrowsers: true,
 		Verbose:             false,
@@ -77,7 +147,11 @@ func NewRuntime(opts ...Option) (*Runtime, error) {
 		Logger: slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}, cfg.logf)
 	if err != nil {
-		return nil, &SetupError{What: "playwright driver", Looked: []string{dir}, Err: err}
+		var se *SetupError
+		if errors.As(err, &se) || ctx.Err() == context.Canceled {
+			return nil, err
+		}
+		return nil, &SetupError{What: "playwright driver", Problem: "did not start", Looked: []string{dir}, Err: err}
 	}
 	cfg.logf("bridge: driver %s started from %s, chromium %s", DriverVersion, dir, cfg.chromium)
 	return &Runtime{cfg: cfg, pw: pw}, nil
@@ -145,28 +219,33 @@ func findDriverDir(opt string) (string, error) {
 		}
 		dir, err, ok := try(e.dir)
 		if !ok {
-			return "", &SetupError{What: "playwright driver", Looked: looked, Err: fmt.Errorf("%s: %w", e.what, err)}
+			return "", driverError(looked, fmt.Errorf("%s: %w", e.what, err))
 		}
 		if err != nil {
-			return "", &SetupError{What: "playwright driver", Looked: looked, Err: err}
+			return "", driverError(looked, err)
 		}
 		return dir, nil
 	}
-	var starts []string
+	var starts, places []string
+	if e := explicit[1]; e.dir == "" {
+		places = append(places, "$"+EnvDriverDir+" (unset)")
+	}
 	if wd, err := os.Getwd(); err == nil {
 		starts = append(starts, wd)
+		places = append(places, "driver/ in "+wd+" and its parents")
 	}
 	if exe, err := os.Executable(); err == nil {
 		if real, err := filepath.EvalSymlinks(exe); err == nil {
 			exe = real
 		}
 		starts = append(starts, filepath.Dir(exe))
+		places = append(places, "driver/ beside "+filepath.Dir(exe)+" and its parents")
 	}
 	for _, start := range starts {
 		for d := start; ; d = filepath.Dir(d) {
 			if dir, err, ok := try(filepath.Join(d, "driver")); ok {
 				if err != nil {
-					return "", &SetupError{What: "playwright driver", Looked: looked, Err: err}
+					return "", driverError(looked, err)
 				}
 				return dir, nil
 			}
@@ -177,11 +256,25 @@ func findDriverDir(opt string) (string, error) {
 	}
 	if dir, err, ok := try(DefaultSystemDriverDir); ok {
 		if err != nil {
-			return "", &SetupError{What: "playwright driver", Looked: looked, Err: err}
+			return "", driverError(looked, err)
 		}
 		return dir, nil
 	}
-	return "", &SetupError{What: "playwright driver", Looked: looked}
+	return "", &SetupError{What: "playwright driver", Looked: append(places, DefaultSystemDriverDir),
+		Where: "in $" + EnvDriverDir + ", driver/ above cwd or binary, " + DefaultSystemDriverDir}
+}
+
+// driverError is the SetupError of a driver directory that was found but does not work: a
+// SetupError of checkDriverDir (node, the version) gets where the bridge looked.
+func driverError(looked []string, err error) error {
+	var se *SetupError
+	if errors.As(err, &se) {
+		if len(se.Looked) == 0 {
+			se.Looked = looked
+		}
+		return se
+	}
+	return &SetupError{What: "playwright driver", Looked: looked, Err: err}
 }
 
 // checkDriverDir checks the layout playwright.Run needs: package/cli.js of the pinned version and
@@ -195,14 +288,18 @@ func checkDriverDir(dir string) error {
 		return fmt.Errorf("driver incomplete: %w", err)
 	}
 	if !strings.Contains(string(data), `"version": "`+DriverVersion+`"`) {
-		return fmt.Errorf("driver in %s is not playwright-core %s", dir, DriverVersion)
+		var pkg struct{ Version string }
+		_ = json.Unmarshal(data, &pkg)
+		return &SetupError{What: "playwright driver", Looked: []string{dir}, Fix: FixVersion,
+			Problem: fmt.Sprintf("of another version (%s, need %s)", pkg.Version, DriverVersion)}
 	}
 	node := os.Getenv("PLAYWRIGHT_NODEJS_PATH")
+	where := "PLAYWRIGHT_NODEJS_PATH"
 	if node == "" {
-		node = filepath.Join(dir, "node")
+		node, where = filepath.Join(dir, "node"), "the driver's node link"
 	}
 	if err := checkExecutable(node); err != nil {
-		return fmt.Errorf("node for the driver: %w", err)
+		return &SetupError{What: "node", Looked: []string{node + " (" + where + ")"}, Where: "at " + node, Err: err, Fix: FixNode}
 	}
 	return nil
 }

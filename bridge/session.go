@@ -183,7 +183,7 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 		HandleSIGHUP:    playwright.Bool(false),
 	})
 	if err != nil {
-		return s, fmt.Errorf("launch chromium %s: %w", cfg.chromium, err)
+		return s, chromiumError(ctx, cfg.chromium, timeout, err)
 	}
 	// The browser is verified while the page is set up (two round trips to the browser each):
 	// nothing is opened before both are done, and a browser that fails the check is closed.

@@ -290,6 +290,10 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 	if err := r.begin(ctx); err != nil {
 		return r.res
 	}
+	if in := (*Interrupt)(nil); rejected != "" && errors.As(context.Cause(ctx), &in) {
+		// The checks were cut short by an interrupt (a signal while the model was being made).
+		return r.finish(ctx, StatusInterrupted, in.Error())
+	}
 	if rejected != "" {
 		return r.finish(ctx, StatusRejected, rejected)
 	}

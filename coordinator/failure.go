@@ -26,12 +26,29 @@ func browserGone(b Browser) error {
 	return nil
 }
 
+// StartFailure is implemented by start-up errors whose message is one line naming the part, where
+// it was looked for and the fix, with no browser log or command line in it (bridge.SetupError).
+type StartFailure interface {
+	error
+	StartReason() string
+}
+
+// maxStartReason bounds a StartFailure's reason.
+const maxStartReason = 600
+
 // maxLaunchReason bounds a launch error's message kept in a reason.
 const maxLaunchReason = 160
 
 // LaunchReason is the reason of a run whose browser could not be started: "browser: " and err when
 // it is one short line with no browser log or command line in it, else ReasonLaunch.
+//
+// An error that says itself, in one line, which part failed, where and what fixes it (a
+// StartFailure: the bridge's setup errors) is kept whole, up to maxStartReason.
 func LaunchReason(err error) string {
+	var sf StartFailure
+	if errors.As(err, &sf) {
+		return "browser: " + policy.Clip(sf.StartReason(), maxStartReason)
+	}
 	msg := err.Error()
 	low := strings.ToLower(msg)
 	if len(msg) > maxLaunchReason || strings.ContainsAny(msg, "\r\n") || strings.Contains(low, "browser logs") || strings.Contains(low, "--") ||

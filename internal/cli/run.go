@@ -30,7 +30,7 @@ var launchBrowser Launcher = launchBridge
 
 // startDemo starts the embedded demo site for a run without --policy. Tests wrap it.
 var startDemo = func(ctx context.Context) (*demosite.Server, error) {
-	return demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
+	return demosite.Start(ctx, demoAddr(), "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
 }
 
 // Model specs of --model.
@@ -75,14 +75,15 @@ func runCmd(e *env, args []string) error {
 
 	ctx, sigs, stop := watchSignals(e.stderr)
 	defer stop()
+	initStartup(e)
 	ra := coordinator.RunArgs{Task: task, Preset: preset.Name, ModelName: *modelSpec, EndOnDenial: preset.Simulated}
 	rep := func(res coordinator.Result) error { return report(e, res, *asJSON, sigs) }
 
 	// Write ahead: nothing runs unaudited. A store that cannot be opened ends the run before any
 	// browser or model work; its result is printed but cannot be recorded.
-	store, err := openStore(e, *dbFile)
+	store, err := openStoreBounded(ctx, e, *dbFile)
 	if err != nil {
-		return rep(coordinator.New(nil).Fail(ctx, ra, err.Error()))
+		return rep(startFailed(ctx, coordinator.New(nil), ra, err))
 	}
 	defer store.Close()
 
@@ -117,12 +118,12 @@ func runCmd(e *env, args []string) error {
 		return rep(coordinator.New(nil, opts...).Reject(ctx, ra, err.Error()))
 	case err != nil && errors.As(context.Cause(ctx), &in):
 		return rep(coordinator.New(nil, opts...).Interrupted(ctx, ra, in))
-	case err != nil:
-		return err
+	case err != nil: // the demo site did not start, or the policy file cannot be read
+		return rep(startFailed(ctx, coordinator.New(nil, opts...), ra, err))
 	}
 	defer stopSite()
 	ra.NewModel = func(pol *policy.Policy) (coordinator.Model, error) {
-		model, err := buildModel(kind, arg, pol)
+		model, err := buildModelBounded(ctx, kind, arg, pol)
 		if err == nil && preset.Simulated {
 			model = preset.Model(model, pol.Sites()[0].Origin)
 		}
@@ -143,6 +144,7 @@ func launchLogged(ctx context.Context, e *env, pol *policy.Policy) (coordinator.
 	if err != nil && debugEnabled() {
 		fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
 	}
+	logStartFailure(e, err)
 	return b, closer, err
 }
 

@@ -38,7 +38,7 @@ func openStore(e *env, path string) (*audit.Store, error) {
 // embedded policy accepts: otherwise the *policy.TaskError is returned and nothing started.
 func sitePolicy(ctx context.Context, e *env, file, task string) (pol *policy.Policy, stop func(), err error) {
 	if file != "" {
-		pol, err = policy.Load(file)
+		pol, err = loadPolicyFile(ctx, file)
 		return pol, func() {}, err
 	}
 	if task != "" {
@@ -51,9 +51,9 @@ func sitePolicy(ctx context.Context, e *env, file, task string) (pol *policy.Pol
 			return nil, func() {}, err
 		}
 	}
-	srv, err := startDemo(ctx)
+	srv, err := startDemoBounded(ctx)
 	if err != nil {
-		return nil, func() {}, fmt.Errorf("start the demo site: %w", err)
+		return nil, func() {}, err
 	}
 	fmt.Fprintf(e.stderr, "demo site at %s\n", srv.URL)
 	stop = func() { srv.Close() }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/startup"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
 )
@@ -82,38 +83,61 @@ func Launch(ctx context.Context, pol *policy.Policy, opts ...bridge.Option) (*Br
 //
 // The Playwright driver (a Node process, the slowest part of a cold start) starts while the proxy
 // does; the Browser owns it and stops it on Close.
+//
+// Every phase is bounded (startup.Timeout each): a driver or a Chromium that does not answer is
+// stopped and the error says which, where and what fixes it. When ctx ends (a signal) the phase
+// under way stops at once: the driver's start is killed, and a Chromium launch ends with its
+// driver. LaunchWith returns only once nothing it started runs, or once all of it runs.
 func LaunchWith(ctx context.Context, pol *policy.Policy, popts []proxy.Option, opts ...bridge.Option) (*Browser, error) {
 	type started struct {
 		rt  *bridge.Runtime
 		err error
 	}
+	if err := startup.Begin(ctx, "driver"); err != nil {
+		return nil, err
+	}
+	dctx, dcancel := context.WithTimeout(ctx, startup.Timeout())
+	defer dcancel()
 	driver := make(chan started, 1)
 	go func() {
-		rt, err := bridge.NewRuntime(opts...)
+		rt, err := bridge.NewRuntimeContext(dctx, opts...)
 		driver <- started{rt, err}
 	}()
-	var rt *bridge.Runtime
+	// The driver's result is taken once, by whichever needs it first: the Chromium launch, or
+	// the clean-up after a failure of the proxy.
+	result := sync.OnceValue(func() started { return <-driver })
 	start := func(ctx context.Context, pol *policy.Policy, o ...bridge.Option) (*bridge.Session, error) {
-		d := <-driver
+		d := result()
 		if d.err != nil {
 			return nil, d.err
 		}
-		rt = d.rt
-		return rt.Launch(ctx, pol, o...)
+		if err := startup.Begin(ctx, "chromium"); err != nil {
+			return nil, err
+		}
+		// A signal during the launch kills the driver and its Chromium, which ends the launch (a
+		// graceful stop would let the driver wait 30 s for a Chromium that does not answer).
+		closed := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			d.rt.Kill()
+			close(closed)
+		})
+		lctx, cancel := context.WithTimeout(ctx, startup.Timeout())
+		defer cancel()
+		s, err := d.rt.Launch(lctx, pol, o...)
+		if !stop() {
+			<-closed
+		}
+		return s, err
 	}
 	g, err := launch(ctx, start, pol, popts, opts)
 	if err != nil {
-		if rt == nil { // the proxy failed first: the driver may still be starting
-			if d := <-driver; d.err == nil {
-				rt = d.rt
-			}
-		}
-		if rt != nil {
-			_ = rt.Close()
+		dcancel() // the proxy failed first: the driver may still be starting
+		if d := result(); d.err == nil {
+			_ = d.rt.Close()
 		}
 		return nil, err
 	}
-	g.rt = rt
+	g.rt = result().rt
 	return g, nil
 }
 
@@ -125,6 +149,9 @@ func LaunchOn(ctx context.Context, rt *bridge.Runtime, pol *policy.Policy, popts
 
 func launch(ctx context.Context, start func(context.Context, *policy.Policy, ...bridge.Option) (*bridge.Session, error),
 	pol *policy.Policy, popts []proxy.Option, opts []bridge.Option) (*Browser, error) {
+	if err := startup.Begin(ctx, "proxy"); err != nil {
+		return nil, err
+	}
 	g := &Browser{}
 	// Each proxy decision is noted as soon as it is taken, before the request is forwarded (a
 	// request inside an https tunnel as much as a plain one), so it lands in the audit under the
