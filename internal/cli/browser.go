@@ -30,26 +30,27 @@ func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser,
 
 // SharedLauncher is the Launcher of runs in one process that share the Playwright driver rt (the
 // adversarial suite's in-process runs): each run still gets its own Chromium, profile and egress
-// proxy, as launchBridge's does. rootsFile is as RunConfig.UpstreamRoots.
-func SharedLauncher(rt *bridge.Runtime, rootsFile string) Launcher {
+// proxy, as launchBridge's does. rootsFile is as RunConfig.UpstreamRoots; opts are the bridge's
+// (a logger that keeps a run's diagnostic lines with the run).
+func SharedLauncher(rt *bridge.Runtime, rootsFile string, opts ...bridge.Option) Launcher {
 	return func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-		return launchGuarded(ctx, rt, rootsFile, pol)
+		return launchGuarded(ctx, rt, rootsFile, pol, opts...)
 	}
 }
 
 // launchGuarded starts the run's egress proxy (trusting the authorities of rootsFile besides the
 // system's, when it is not "") and a dedicated Chromium behind it: on rt when it is not nil, else
 // with a driver of its own that stops with the browser.
-func launchGuarded(ctx context.Context, rt *bridge.Runtime, rootsFile string, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+func launchGuarded(ctx context.Context, rt *bridge.Runtime, rootsFile string, pol *policy.Policy, opts ...bridge.Option) (coordinator.Browser, io.Closer, error) {
 	popts, err := proxyOptions(rootsFile)
 	if err != nil {
 		return nil, nil, err
 	}
 	var g *guarded.Browser
 	if rt != nil {
-		g, err = guarded.LaunchOn(ctx, rt, pol, popts)
+		g, err = guarded.LaunchOn(ctx, rt, pol, popts, opts...)
 	} else {
-		g, err = guarded.LaunchWith(ctx, pol, popts)
+		g, err = guarded.LaunchWith(ctx, pol, popts, opts...)
 	}
 	if err != nil {
 		return nil, nil, err
