@@ -1,7 +1,6 @@
 package adversarial
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/cli"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // Planted strings. A marker is hidden page text: it must never reach the transcript. A secret is a
@@ -357,7 +357,7 @@ func runGuarded(t *testing.T, e *env, inBinary bool) guarded {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb testutil.Buffer
 	var g guarded
 	if inBinary {
 		g.code = runBinary(t, ctx, e, &out, &errb, "run", "--task", task, "--policy", pol, "--model", model, "--json", "--db", db, "--transcript", tr)
@@ -420,24 +420,6 @@ func binaryEnv(e *env) []string {
 		env = append(env, e.x(kv))
 	}
 	return env
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a run's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // checkGuarded asserts the case's expectations on a guarded run; it returns whether they held.

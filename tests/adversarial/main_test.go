@@ -18,6 +18,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 var (
@@ -75,7 +76,7 @@ var shared struct {
 	once sync.Once
 	rt   *bridge.Runtime
 	err  error
-	log  syncBuffer
+	log  testutil.Buffer
 }
 
 func sharedRuntime(t *testing.T) *bridge.Runtime {
