@@ -49,14 +49,19 @@ vet:
 # go test runs packages two at a time (2 cores) in the order given, so the long poles go first:
 # the hostile-page suite, then the killed runs. The binary the end-to-end packages run is built
 # once, here, for all of them (testbrowser.Binary builds its own when the variable is unset).
-# The timeout guards against a hang; it is above the adversarial package's longest run so far (60 min
-# on a slow, loaded 2-core machine on 2026-12-02) and below CI's 90-minute budget.
+# The timeout guards against a hang. At the end, scripts/test-table prints each package's time and
+# the hostile cases per adversarial family (in process, through the binary, through MCP).
 UNIT_FIRST = ./tests/adversarial/ ./tests/faults/
 TEST_BINARY = $(CURDIR)/.state/test-bin/browser-agent
-TEST_TIMEOUT ?= 80m
+TEST_TIMEOUT ?= 35m
 unit:
+	@mkdir -p .state
 	$(GO) build -o $(TEST_BINARY) ./cmd/browser-agent
-	BROWSER_AGENT_TEST_BINARY=$(TEST_BINARY) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_FIRST) ./...
+	@rm -f .state/adversarial-summary.txt
+	@{ BROWSER_AGENT_TEST_BINARY=$(TEST_BINARY) ADVERSARIAL_SUMMARY=$(CURDIR)/.state/adversarial-summary.txt \
+		$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_FIRST) ./... 2>&1; echo $$? > .state/test.rc; } | tee .state/test.log
+	@scripts/test-table .state/test.log .state/adversarial-summary.txt
+	@exit $$(cat .state/test.rc)
 
 # The hostile pages, servers and compromised models of tests/adversarial (also part of unit).
 # Extra cases kept outside the repository: make adversarial ADVERSARIAL_CASES_DIR=/path/to/cases

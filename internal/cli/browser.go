@@ -25,11 +25,33 @@ const EnvUpstreamRoots = "BROWSER_AGENT_UPSTREAM_ROOTS"
 // launchBridge is the Launcher of "browser-agent run", serve and record: a dedicated Chromium
 // behind the run's own egress proxy.
 func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-	popts, err := proxyOptions()
+	return launchGuarded(ctx, nil, os.Getenv(EnvUpstreamRoots), pol)
+}
+
+// SharedLauncher is the Launcher of runs in one process that share the Playwright driver rt (the
+// adversarial suite's in-process runs): each run still gets its own Chromium, profile and egress
+// proxy, as launchBridge's does. rootsFile is as RunConfig.UpstreamRoots; opts are the bridge's
+// (a logger that keeps a run's diagnostic lines with the run).
+func SharedLauncher(rt *bridge.Runtime, rootsFile string, opts ...bridge.Option) Launcher {
+	return func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		return launchGuarded(ctx, rt, rootsFile, pol, opts...)
+	}
+}
+
+// launchGuarded starts the run's egress proxy (trusting the authorities of rootsFile besides the
+// system's, when it is not "") and a dedicated Chromium behind it: on rt when it is not nil, else
+// with a driver of its own that stops with the browser.
+func launchGuarded(ctx context.Context, rt *bridge.Runtime, rootsFile string, pol *policy.Policy, opts ...bridge.Option) (coordinator.Browser, io.Closer, error) {
+	popts, err := proxyOptions(rootsFile)
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := guarded.LaunchWith(ctx, pol, popts)
+	var g *guarded.Browser
+	if rt != nil {
+		g, err = guarded.LaunchOn(ctx, rt, pol, popts, opts...)
+	} else {
+		g, err = guarded.LaunchWith(ctx, pol, popts, opts...)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,20 +61,11 @@ func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser,
 // launchOn is launchBridge with the Chromium started by rt, a driver that stays up across runs
 // (serve's warm pool): the browser, its profile and the proxy are still the run's own.
 func launchOn(ctx context.Context, rt *bridge.Runtime, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-	popts, err := proxyOptions()
-	if err != nil {
-		return nil, nil, err
-	}
-	g, err := guarded.LaunchOn(ctx, rt, pol, popts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return g, g, nil
+	return launchGuarded(ctx, rt, os.Getenv(EnvUpstreamRoots), pol)
 }
 
-// proxyOptions are the egress proxy's options from the environment (EnvUpstreamRoots).
-func proxyOptions() ([]proxy.Option, error) {
-	file := os.Getenv(EnvUpstreamRoots)
+// proxyOptions are the egress proxy's options: the authorities of file (EnvUpstreamRoots), if any.
+func proxyOptions(file string) ([]proxy.Option, error) {
 	if file == "" {
 		return nil, nil
 	}

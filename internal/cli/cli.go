@@ -71,11 +71,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "browser-agent: unknown command %q; run \"browser-agent help\"\n", args[0])
 		return ExitUsage
 	}
-	err := c.run(e, args[1:])
-	if err == nil {
-		return ExitOK
-	}
-	if errors.Is(err, flag.ErrHelp) {
+	return exitFor(e, args[0], c.run(e, args[1:]))
+}
+
+// exitFor is the exit code of command name's err, whose message (if any) it writes to stderr.
+func exitFor(e *env, name string, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return ExitOK
 	}
 	code := ExitFailure
@@ -84,7 +85,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		code = xe.Code
 	}
 	if msg := err.Error(); msg != "" {
-		fmt.Fprintf(stderr, "browser-agent %s: %s\n", args[0], msg)
+		fmt.Fprintf(e.stderr, "browser-agent %s: %s\n", name, msg)
 	}
 	return code
 }

@@ -40,7 +40,7 @@ func guardCmd(e *env, args []string) error {
 		return err
 	}
 	defer done()
-	popts, err := proxyOptions()
+	popts, err := proxyOptions(os.Getenv(EnvUpstreamRoots))
 	if err != nil {
 		return err
 	}

@@ -40,56 +40,115 @@ const (
 	prefixOpenAI = "openai:"
 )
 
-// runCmd is "browser-agent run --task TEXT | --preset NAME [flags]".
+// runCmd is "browser-agent run --task TEXT | --preset NAME [flags]": it reads the flags and the
+// environment into a RunConfig and runs it (runTask) under the first-signal watch.
 func runCmd(e *env, args []string) error {
 	fs := newFlags(e, "run", "--task TEXT | --preset NAME [--policy FILE] [--model M] [--json] [--db FILE] [--transcript FILE]")
-	taskFlag := fs.String("task", "", "the task, naming one record ID, e.g. \"Look up SYN-0042\"")
-	presetFlag := fs.String("preset", "", "a preset task: "+strings.Join(presetNames(), ", "))
-	polFile := fs.String("policy", "", "policy file (default: start the embedded demo site and use its policy)")
-	modelSpec := fs.String("model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
-	asJSON := fs.Bool("json", false, "print the result as one JSON object on stdout")
-	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
-	transcriptFile := fs.String("transcript", "", "write every message given to and returned by the model to FILE, as JSON lines")
+	cfg := RunConfig{Stdout: e.stdout, Stderr: e.stderr}
+	fs.StringVar(&cfg.Task, "task", "", "the task, naming one record ID, e.g. \"Look up SYN-0042\"")
+	fs.StringVar(&cfg.Preset, "preset", "", "a preset task: "+strings.Join(presetNames(), ", "))
+	fs.StringVar(&cfg.PolicyFile, "policy", "", "policy file (default: start the embedded demo site and use its policy)")
+	fs.StringVar(&cfg.Model, "model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
+	fs.BoolVar(&cfg.JSON, "json", false, "print the result as one JSON object on stdout")
+	fs.StringVar(&cfg.DB, "db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	fs.StringVar(&cfg.Transcript, "transcript", "", "write every message given to and returned by the model to FILE, as JSON lines")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q; quote the task: --task \"Look up SYN-0042\"", fs.Arg(0))
 	}
-	var preset presets.Preset
-	task := *taskFlag
-	switch {
-	case (*taskFlag == "") == (*presetFlag == ""):
-		return usageError("give exactly one of --task or --preset")
-	case *presetFlag != "":
-		p, ok := presets.ByName(*presetFlag)
-		if !ok {
-			return usageError("unknown preset %q; presets: %s", *presetFlag, strings.Join(presetNames(), ", "))
-		}
-		preset, task = p, p.Task
+	cfg.UpstreamRoots = os.Getenv(EnvUpstreamRoots)
+	cfg.OpenAI = openAIFromEnv()
+	cfg.Debug = debugEnabled()
+	if err := cfg.check(); err != nil {
+		return err
 	}
-	kind, arg, err := parseModelSpec(*modelSpec)
+	ctx, sigs, stop := watchSignals(e.stderr)
+	defer stop()
+	return runTask(ctx, e, cfg, sigs)
+}
+
+// RunConfig is one run of "browser-agent run": what its flags and its environment say, passed in
+// rather than read from process globals, so that runs sharing a process (the adversarial suite's
+// in-process tier) cannot disturb each other.
+type RunConfig struct {
+	Task, Preset  string // exactly one of them
+	PolicyFile    string // "" starts the embedded demo site and uses its policy
+	Model         string // offline, script:FILE or openai:NAME
+	JSON          bool   // the result as one JSON object on Stdout
+	DB            string // the audit store; "" is audit.DefaultPath()
+	Transcript    string // "" writes none
+	UpstreamRoots string // PEM file of authorities the egress proxy trusts besides the system's ($BROWSER_AGENT_UPSTREAM_ROOTS)
+	OpenAI        OpenAIConfig
+	Debug         bool     // launch failures in full on Stderr ($BROWSER_AGENT_DEBUG)
+	Launch        Launcher // the run's browser; nil: launchBrowser (a driver and Chromium of the run's own)
+
+	Stdout, Stderr io.Writer
+}
+
+// OpenAIConfig is where an openai: model sends its calls ($OPENAI_API_KEY, $OPENAI_BASE_URL).
+type OpenAIConfig struct{ APIKey, BaseURL string }
+
+func openAIFromEnv() OpenAIConfig {
+	return OpenAIConfig{APIKey: os.Getenv("OPENAI_API_KEY"), BaseURL: os.Getenv("OPENAI_BASE_URL")}
+}
+
+// check refuses a RunConfig that names no task (or two) or an unknown model spec: a usage error.
+func (cfg RunConfig) check() error {
+	if (cfg.Task == "") == (cfg.Preset == "") {
+		return usageError("give exactly one of --task or --preset")
+	}
+	if cfg.Preset != "" {
+		if _, ok := presets.ByName(cfg.Preset); !ok {
+			return usageError("unknown preset %q; presets: %s", cfg.Preset, strings.Join(presetNames(), ", "))
+		}
+	}
+	_, _, err := parseModelSpec(cfg.Model)
+	return err
+}
+
+// Run runs one task as "browser-agent run" does, through the same code, and returns the exit code
+// the command would exit with; what the command would print goes to cfg.Stdout and cfg.Stderr.
+// Canceling ctx interrupts the run (exit code ExitSIGINT).
+func Run(ctx context.Context, cfg RunConfig) int {
+	e := &env{stdin: strings.NewReader(""), stdout: cfg.Stdout, stderr: cfg.Stderr}
+	err := cfg.check()
+	if err == nil {
+		err = runTask(ctx, e, cfg, nil)
+	}
+	return exitFor(e, "run", err)
+}
+
+// runTask is the run itself, shared by runCmd and Run. cfg has passed check.
+func runTask(ctx context.Context, e *env, cfg RunConfig, sigs *signals) error {
+	var preset presets.Preset
+	task := cfg.Task
+	if cfg.Preset != "" {
+		preset, _ = presets.ByName(cfg.Preset)
+		task = preset.Task
+	}
+	kind, arg, err := parseModelSpec(cfg.Model)
 	if err != nil {
 		return err
 	}
-
-	ctx, sigs, stop := watchSignals(e.stderr)
-	defer stop()
-	initStartup(e)
-	ra := coordinator.RunArgs{Task: task, Preset: preset.Name, ModelName: *modelSpec, EndOnDenial: preset.Simulated}
-	rep := func(res coordinator.Result) error { return report(e, res, *asJSON, sigs) }
+	if cfg.Debug {
+		initStartup(e)
+	}
+	ra := coordinator.RunArgs{Task: task, Preset: preset.Name, ModelName: cfg.Model, EndOnDenial: preset.Simulated}
+	rep := func(res coordinator.Result) error { return report(e, res, cfg.JSON, sigs) }
 
 	// Write ahead: nothing runs unaudited. A store that cannot be opened ends the run before any
 	// browser or model work; its result is printed but cannot be recorded.
-	store, err := openStoreBounded(ctx, e, *dbFile)
+	store, err := openStoreBounded(ctx, e, cfg.DB)
 	if err != nil {
 		return rep(startFailed(ctx, coordinator.New(nil), ra, err))
 	}
 	defer store.Close()
 
 	var transcript io.Writer
-	if *transcriptFile != "" {
-		f, err := os.OpenFile(*transcriptFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if cfg.Transcript != "" {
+		f, err := os.OpenFile(cfg.Transcript, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return fmt.Errorf("transcript: %w", err)
 		}
@@ -108,7 +167,7 @@ func runCmd(e *env, args []string) error {
 	// The coordinator rejects a bad task or model before any browser or model work; a policy file
 	// that does not load is rejected here, and the demo site starts only for a task its policy
 	// accepts.
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile, task)
+	pol, stopSite, err := sitePolicy(ctx, e, cfg.PolicyFile, task)
 	var in *coordinator.Interrupt
 	var te *policy.TaskError
 	switch {
@@ -123,16 +182,25 @@ func runCmd(e *env, args []string) error {
 	}
 	defer stopSite()
 	ra.NewModel = func(pol *policy.Policy) (coordinator.Model, error) {
-		model, err := buildModelBounded(ctx, kind, arg, pol)
+		model, err := buildModelBounded(ctx, kind, arg, pol, cfg.OpenAI)
 		if err == nil && preset.Simulated {
 			model = preset.Model(model, pol.Sites()[0].Origin)
 		}
 		return model, err
 	}
 	// The coordinator records the run as running, then launches the browser, and closes it before
-	// it records the end.
+	// it records the end. The full launch error (command line, browser logs) goes to stderr only
+	// with cfg.Debug; the run's reason is coordinator.LaunchReason's.
+	launch := cfg.Launch
+	if launch == nil {
+		launch = launchBrowser
+	}
 	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
-		return launchLogged(ctx, e, pol)
+		b, closer, err := launch(ctx, pol)
+		if err != nil && cfg.Debug {
+			fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
+		}
+		return b, closer, err
 	}
 	return rep(coordinator.New(pol, opts...).Run(ctx, ra))
 }
@@ -169,16 +237,21 @@ func parseModelSpec(spec string) (kind, arg string, err error) {
 	return "", "", usageError("unknown --model %q; use offline, script:FILE or openai:NAME", spec)
 }
 
-// buildModel makes the model. An OpenAI model the policy does not approve is refused before any
-// client exists, so nothing reaches the network.
+// buildModel makes the model with the OpenAI settings of the environment.
 func buildModel(kind, arg string, pol *policy.Policy) (coordinator.Model, error) {
+	return buildModelWith(kind, arg, pol, openAIFromEnv())
+}
+
+// buildModelWith makes the model. An OpenAI model the policy does not approve is refused before
+// any client exists, so nothing reaches the network.
+func buildModelWith(kind, arg string, pol *policy.Policy, oa OpenAIConfig) (coordinator.Model, error) {
 	switch kind {
 	case modelOffline:
 		return offline.New(), nil
 	case prefixScript:
 		return coordinator.LoadScript(arg)
 	default:
-		m, err := openaimodel.NewApproved(arg, pol.ModelApproved)
+		m, err := openaimodel.NewApproved(arg, pol.ModelApproved, openaimodel.WithAPIKey(oa.APIKey), openaimodel.WithBaseURL(oa.BaseURL))
 		var ue *openaimodel.UnapprovedError
 		if errors.As(err, &ue) {
 			return nil, fmt.Errorf("%w (approved: %s)", err, strings.Join(pol.ApprovedModels(), ", "))
@@ -186,7 +259,7 @@ func buildModel(kind, arg string, pol *policy.Policy) (coordinator.Model, error)
 		if err != nil {
 			return nil, err
 		}
-		if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
+		if oa.APIKey == "" && oa.BaseURL == "" {
 			// Without a key, api.openai.com refuses every call: say so before any network.
 			return nil, fmt.Errorf("openai:%s: OPENAI_API_KEY is not set (for a local OpenAI-compatible server that needs no key, set OPENAI_BASE_URL)", arg)
 		}

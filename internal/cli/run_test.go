@@ -476,3 +476,44 @@ func TestRunTranscriptExact(t *testing.T) {
 		t.Errorf("%d tool messages for %d steps; last %+v", tools, len(r.Steps), msgs[len(msgs)-1])
 	}
 }
+
+// TestRunInProcess holds cli.Run to "browser-agent run": the same task gives the same exit code,
+// status, reason and steps either way; Run launches its browser with RunConfig.Launch, not
+// launchBrowser; and it takes the OpenAI settings from RunConfig, not from the environment.
+func TestRunInProcess(t *testing.T) {
+	fakeRun(t) // OPENAI_API_KEY is set in the environment from here on
+	dir := t.TempDir()
+	code, out, errOut := runCLI(t, "run", "--preset", "lookup", "--json", "--db", filepath.Join(dir, "cmd.db"))
+	want := decodeRun(t, out)
+
+	launched := 0
+	noLaunch(t)
+	var stdout, stderr bytes.Buffer
+	got := Run(t.Context(), RunConfig{
+		Preset: "lookup", Model: modelOffline, JSON: true, DB: filepath.Join(dir, "run.db"),
+		Launch: func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+			launched++
+			b := browsertest.NewHTTP(pol)
+			return b, b, nil
+		},
+		Stdout: &stdout, Stderr: &stderr,
+	})
+	r := decodeRun(t, stdout.String())
+	if got != code || r.Status != want.Status || r.Reason != want.Reason || len(r.Steps) != len(want.Steps) || launched != 1 {
+		t.Errorf("Run: exit %d, %s: %s, %d steps, %d launches\n\twant exit %d, %s: %s, %d steps, 1 launch (stderr %s / %s)",
+			got, r.Status, r.Reason, len(r.Steps), launched, code, want.Status, want.Reason, len(want.Steps), stderr.String(), errOut)
+	}
+
+	stdout.Reset()
+	got = Run(t.Context(), RunConfig{Task: "Look up SYN-0042", Model: "openai:gpt-4.1-mini", JSON: true,
+		DB: filepath.Join(dir, "key.db"), Stdout: &stdout, Stderr: &stderr})
+	r = decodeRun(t, stdout.String())
+	if got != ExitUsage || !strings.Contains(r.Reason, "OPENAI_API_KEY is not set") {
+		t.Errorf("an openai model without a key in RunConfig: exit %d, %s: %s; want the missing key named (the environment's is not the run's)", got, r.Status, r.Reason)
+	}
+
+	if got := Run(t.Context(), RunConfig{Task: "Look up SYN-0042", Preset: "lookup", Stdout: &stdout, Stderr: &stderr}); got != ExitUsage ||
+		!strings.Contains(stderr.String(), "give exactly one of --task or --preset") {
+		t.Errorf("task and preset: exit %d, stderr %q", got, stderr.String())
+	}
+}

@@ -118,9 +118,9 @@ func startDemoBounded(ctx context.Context) (*demosite.Server, error) {
 }
 
 // buildModelBounded is buildModel as a bounded phase (a script file on a hung disk or a FIFO).
-func buildModelBounded(ctx context.Context, kind, arg string, pol *policy.Policy) (coordinator.Model, error) {
+func buildModelBounded(ctx context.Context, kind, arg string, pol *policy.Policy, oa OpenAIConfig) (coordinator.Model, error) {
 	return startup.Do(ctx, "model settings", "model "+kind+arg, "give a model file on a local disk; "+fixDoctor,
-		func() (coordinator.Model, error) { return buildModel(kind, arg, pol) })
+		func() (coordinator.Model, error) { return buildModelWith(kind, arg, pol, oa) })
 }
 
 // logStartFailure writes the whole story of a start-up failure on stderr (every place looked, the

@@ -2,6 +2,7 @@ package adversarial
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/policy"
 )
 
 // The network, subresource, redirect and URL (route) families again over https: the hostile site
@@ -24,10 +26,12 @@ import (
 // Chromium trusts only the proxy's key; the positive control's unguarded Chromium ignores
 // certificate errors, so that the hostile pages do reach what they aim at when nothing guards.
 
-// httpsCases are the families run over https as well.
+// httpsCases are the families run over https as well. The URL family is not: each of its cases is
+// a URL the policy denies before any request, so over https it would never reach TLS;
+// TestURLCasesDeniedOverHTTPS holds each of them, rewritten to https, to the same denial.
 func httpsCases() []*tcase {
 	var out []*tcase
-	for _, fam := range [][]*tcase{urlCases(), redirectCases(), subresourceCases()} {
+	for _, fam := range [][]*tcase{redirectCases(), subresourceCases()} {
 		for _, c := range fam {
 			out = append(out, overHTTPS(c))
 		}
@@ -164,4 +168,36 @@ func controlBrowser(t *testing.T, c *tcase) playwright.Browser {
 		t.Fatalf("unguarded https control browser: %v", plainTLS.err)
 	}
 	return plainTLS.b
+}
+
+// TestURLCasesDeniedOverHTTPS is the URL family over https without a browser: every URL a case
+// opens after the record page, rewritten to https as overHTTPS rewrites it, gets from the case's
+// https policy the denial (same reason) that the http URL gets from the http policy. A denied
+// open_url is never requested, so the https copy of the case could prove nothing the http run and
+// this do not.
+func TestURLCasesDeniedOverHTTPS(t *testing.T) {
+	for _, c := range urlCases() {
+		decide := func(c *tcase) policy.Decision {
+			e := newEnv(t, c)
+			pol, err := policy.Parse([]byte(e.policyYAML()), "case policy")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct{ Steps []scriptStep }
+			if err := json.Unmarshal([]byte(e.script()), &st); err != nil {
+				t.Fatal(err)
+			}
+			var a struct{ URL string }
+			json.Unmarshal(st.Steps[1].Args, &a)
+			d, err := pol.Decide(policy.DecideArgs{URL: a.URL, Base: e.Site + "/records/SYN-0042"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		plain, tls := decide(c), decide(overHTTPS(c))
+		if tls.Verdict != policy.Deny || plain.Verdict != policy.Deny || tls.Reason != plain.Reason {
+			t.Errorf("%s: over http %v (%s), over https %v (%s): want the same denial", c.Name, plain.Verdict, plain.Reason, tls.Verdict, tls.Reason)
+		}
+	}
 }

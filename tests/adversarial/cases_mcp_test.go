@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -99,13 +98,7 @@ func runMCP(t *testing.T, e *env) guarded {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "mcp", "--policy", pol, "--db", db)
 	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir, "HOME="+e.dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
-	if e.c.HTTPS {
-		cmd.Env = append(cmd.Env, "BROWSER_AGENT_UPSTREAM_ROOTS="+e.rootsFile)
-	}
-	for _, kv := range e.c.Env {
-		cmd.Env = append(cmd.Env, e.x(kv))
-	}
+	cmd.Env = binaryEnv(e)
 	var out, errb bytes.Buffer
 	var outMu sync.Mutex
 	cmd.Stderr = &errb
@@ -245,13 +238,7 @@ func TestAdversarialMCP(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Family+"/"+c.Name, func(t *testing.T) {
 				t.Parallel()
-				trips := runControl(t, c)
-				armed := len(trips) > 0
-				if !armed {
-					t.Errorf("NOT ARMED: the hostile behaviour tripped nothing against the unguarded browser or naive check")
-				} else {
-					t.Logf("armed: %s", strings.Join(trips, ", "))
-				}
+				armed := armOnce(t, c)
 				mc := *c
 				mc.Want = mcpWant(c)
 				e := newEnv(t, &mc)
@@ -261,42 +248,12 @@ func TestAdversarialMCP(t *testing.T) {
 					t.Logf("guarded through MCP: %s: %s", g.res.Status, g.res.Reason)
 				}
 				mcpOutMu.Lock()
-				mcpOutcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok}
+				mcpOutcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok, binary: true}
 				mcpOutMu.Unlock()
 			})
 		}
 	})
-	rows := map[string][3]int{}
-	var fams []string
-	mcpOutMu.Lock()
-	for _, o := range mcpOutcomes {
-		r, seen := rows[o.family]
-		if !seen {
-			fams = append(fams, o.family)
-		}
-		r[0]++
-		if o.armed {
-			r[1]++
-		}
-		if o.armed && o.guard {
-			r[2]++
-		}
-		rows[o.family] = r
-	}
-	mcpOutMu.Unlock()
-	sort.Strings(fams)
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nthrough MCP\n%-14s %6s %6s %6s\n", "family", "cases", "armed", "passed")
-	var tot [3]int
-	for _, f := range fams {
-		r := rows[f]
-		fmt.Fprintf(&b, "%-14s %6d %6d %6d\n", f, r[0], r[1], r[2])
-		for i := range tot {
-			tot[i] += r[i]
-		}
-	}
-	fmt.Fprintf(&b, "%-14s %6d %6d %6d", "total", tot[0], tot[1], tot[2])
-	t.Log(b.String())
+	summary(t, "through MCP (browser-agent mcp; positive controls armed once per package)", &mcpOutMu, mcpOutcomes)
 	t.Logf("%d cases through MCP in %s", len(cases), time.Since(start).Round(time.Second))
 }
 

@@ -1,11 +1,11 @@
 package adversarial
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -24,6 +24,10 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/internal/cli"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // Planted strings. A marker is hidden page text: it must never reach the transcript. A secret is a
@@ -328,7 +332,12 @@ type guarded struct {
 var guardSem = make(chan struct{}, 2) // guarded binaries at a time: one Chromium each, 2 cores
 var ctlSem = make(chan struct{}, 2)   // positive controls at a time, in the shared browser
 
-func runGuarded(t *testing.T, e *env) guarded {
+// runGuarded runs the case's task guarded: through the real binary ("browser-agent run") for the
+// binary tier, else in this process through cli.Run, the function the binary's run command calls,
+// on the package's shared driver (a fresh Chromium, egress proxy, audit store and transcript per
+// case). Either way it collects what the run left behind: stdout, stderr (and, in process, the
+// bridge's diagnostic lines), the transcript and the audit db with its -wal and -shm.
+func runGuarded(t *testing.T, e *env, inBinary bool) guarded {
 	t.Helper()
 	guardSem <- struct{}{}
 	defer func() { <-guardSem }()
@@ -348,26 +357,20 @@ func runGuarded(t *testing.T, e *env) guarded {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--task", task, "--policy", pol, "--model", model, "--json", "--db", db, "--transcript", tr)
-	cmd.Dir = e.dir
-	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir, "HOME="+e.dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
-	if c.HTTPS {
-		cmd.Env = append(cmd.Env, "BROWSER_AGENT_UPSTREAM_ROOTS="+e.rootsFile)
-	}
-	for _, kv := range c.Env {
-		cmd.Env = append(cmd.Env, e.x(kv))
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	var out, errb testutil.Buffer
 	var g guarded
-	err := cmd.Run()
-	var xe *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &xe):
-		g.code = xe.ExitCode()
-	default:
-		t.Fatalf("browser-agent run: %v", err)
+	if inBinary {
+		g.code = runBinary(t, ctx, e, &out, &errb, "run", "--task", task, "--policy", pol, "--model", model, "--json", "--db", db, "--transcript", tr)
+	} else {
+		g.code = cli.Run(ctx, cli.RunConfig{
+			Task: task, PolicyFile: pol, Model: model, JSON: true, DB: db, Transcript: tr,
+			UpstreamRoots: e.rootsFile,
+			// The bridge's diagnostic lines go where the binary's would go if it logged them.
+			Launch: cli.SharedLauncher(sharedRuntime(t), e.rootsFile, bridge.WithLogf(func(f string, a ...any) {
+				fmt.Fprintf(&errb, f+"\n", a...)
+			})),
+			Stdout: &out, Stderr: &errb,
+		})
 	}
 	time.Sleep(150 * time.Millisecond) // let in-flight requests land in the counters
 	g.stdout, g.stderr = out.String(), errb.String()
@@ -380,10 +383,43 @@ func runGuarded(t *testing.T, e *env) guarded {
 			g.audit["audit"+sfx] = string(b)
 		}
 	}
-	if err := json.Unmarshal(out.Bytes(), &g.res); err != nil {
+	if err := json.Unmarshal([]byte(g.stdout), &g.res); err != nil {
 		t.Fatalf("stdout is not the JSON result: %v\nstdout: %s\nstderr: %s", err, g.stdout, g.stderr)
 	}
 	return g
+}
+
+// runBinary runs the binary with args in the case's directory and environment and returns its
+// exit code.
+func runBinary(t *testing.T, ctx context.Context, e *env, stdout, stderr io.Writer, args ...string) int {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = e.dir
+	cmd.Env = binaryEnv(e)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	var xe *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &xe):
+		return xe.ExitCode()
+	}
+	t.Fatalf("browser-agent %s: %v", args[0], err)
+	return 0
+}
+
+// binaryEnv is the environment of the binary for the case: the driver, a home of its own, no
+// OpenAI settings, the site's authority for an https case, then the case's own variables.
+func binaryEnv(e *env) []string {
+	env := append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir, "HOME="+e.dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	if e.c.HTTPS {
+		env = append(env, "BROWSER_AGENT_UPSTREAM_ROOTS="+e.rootsFile)
+	}
+	for _, kv := range e.c.Env {
+		env = append(env, e.x(kv))
+	}
+	return env
 }
 
 // checkGuarded asserts the case's expectations on a guarded run; it returns whether they held.
@@ -679,8 +715,8 @@ func controlOnce(t *testing.T, c *tcase, slow time.Duration) []string {
 
 // result of one case, for the summary.
 type outcome struct {
-	family       string
-	armed, guard bool
+	family               string
+	armed, guard, binary bool
 }
 
 var (
@@ -688,31 +724,82 @@ var (
 	outcomes = map[string]outcome{}
 )
 
-func runCase(t *testing.T, c *tcase) {
-	trips := runControl(t, c)
-	armed := len(trips) > 0
-	if !armed {
-		t.Errorf("NOT ARMED: the hostile behaviour tripped nothing against the unguarded browser or naive check")
-	} else {
-		t.Logf("armed: %s", strings.Join(trips, ", "))
-	}
+func runCase(t *testing.T, c *tcase, inBinary bool) {
+	start := time.Now()
+	armed := armOnce(t, c)
+	armedAt := time.Now()
 	e := newEnv(t, c)
-	g := runGuarded(t, e)
+	g := runGuarded(t, e, inBinary)
 	ok := checkGuarded(t, e, g)
-	if ok {
-		t.Logf("guarded: %s: %s", g.res.Status, g.res.Reason)
+	tier := "in process"
+	if inBinary {
+		tier = "binary"
 	}
+	if ok {
+		t.Logf("guarded (%s): %s: %s", tier, g.res.Status, g.res.Reason)
+	}
+	t.Logf("times: control %s, guarded %s", armedAt.Sub(start).Round(time.Millisecond), time.Since(armedAt).Round(time.Millisecond))
 	outMu.Lock()
-	outcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok}
+	outcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok, binary: inBinary}
 	outMu.Unlock()
 }
 
-func summary(t *testing.T) {
-	type row struct{ cases, armed, passed int }
+// armOnce runs the case's positive control, once per package: a case run again (through MCP)
+// reuses the control's trips, which came from the same pages and the same control function. It
+// reports whether the control was armed, and fails the case when it was not.
+func armOnce(t *testing.T, c *tcase) bool {
+	key := c.Family + "/" + c.Name
+	armedMu.Lock()
+	trips, seen := armedTrips[key]
+	armedMu.Unlock()
+	if seen {
+		t.Logf("positive control armed earlier in this package: %s", strings.Join(trips, ", "))
+		return true
+	}
+	trips = runControl(t, c)
+	if len(trips) == 0 {
+		t.Errorf("NOT ARMED: the hostile behaviour tripped nothing against the unguarded browser or naive check")
+		return false
+	}
+	t.Logf("armed: %s", strings.Join(trips, ", "))
+	armedMu.Lock()
+	armedTrips[key] = trips
+	armedMu.Unlock()
+	return true
+}
+
+var (
+	armedMu    sync.Mutex
+	armedTrips = map[string][]string{} // family/name -> what its positive control tripped
+)
+
+// binaryTier picks the cases that run the real binary: the first case of each family over http and
+// over https, every exhaustion case (a run that must end on its own budget, in a process of its
+// own), and every case driven by the environment (Env). The rest run in process.
+// ADVERSARIAL_BINARY=1 sends every case through the binary (to compare the tiers).
+func binaryTier(cases []*tcase) map[*tcase]bool {
+	in := map[*tcase]bool{}
+	first := map[string]bool{}
+	all := os.Getenv("ADVERSARIAL_BINARY") == "1"
+	for _, c := range cases {
+		k := fmt.Sprint(c.Family, c.HTTPS)
+		if all || !first[k] || c.Family == "exhaustion" || len(c.Env) > 0 {
+			in[c] = true
+		}
+		first[k] = true
+	}
+	return in
+}
+
+// summary logs the cases per family (in process and through the binary), how many were armed and
+// how many passed; with $ADVERSARIAL_SUMMARY set it also appends the table to that file (make
+// test prints it at the end).
+func summary(t *testing.T, title string, mu *sync.Mutex, outs map[string]outcome) {
+	type row struct{ cases, binary, armed, passed int }
 	rows := map[string]*row{}
 	var fams []string
-	outMu.Lock()
-	for _, o := range outcomes {
+	mu.Lock()
+	for _, o := range outs {
 		r := rows[o.family]
 		if r == nil {
 			r = &row{}
@@ -720,6 +807,9 @@ func summary(t *testing.T) {
 			fams = append(fams, o.family)
 		}
 		r.cases++
+		if o.binary {
+			r.binary++
+		}
 		if o.armed {
 			r.armed++
 		}
@@ -727,20 +817,30 @@ func summary(t *testing.T) {
 			r.passed++
 		}
 	}
-	outMu.Unlock()
+	mu.Unlock()
 	sort.Strings(fams)
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-14s %6s %6s %6s\n", "family", "cases", "armed", "passed")
+	fmt.Fprintf(&b, "\n%s\n%-14s %6s %8s %7s %6s %6s\n", title, "family", "cases", "process", "binary", "armed", "passed")
 	var tot row
+	line := func(f string, r row) {
+		fmt.Fprintf(&b, "%-14s %6d %8d %7d %6d %6d\n", f, r.cases, r.cases-r.binary, r.binary, r.armed, r.passed)
+	}
 	for _, f := range fams {
 		r := rows[f]
-		fmt.Fprintf(&b, "%-14s %6d %6d %6d\n", f, r.cases, r.armed, r.passed)
+		line(f, *r)
 		tot.cases += r.cases
+		tot.binary += r.binary
 		tot.armed += r.armed
 		tot.passed += r.passed
 	}
-	fmt.Fprintf(&b, "%-14s %6d %6d %6d", "total", tot.cases, tot.armed, tot.passed)
+	line("total", tot)
 	t.Log(b.String())
+	if f := os.Getenv("ADVERSARIAL_SUMMARY"); f != "" {
+		if fh, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+			fh.WriteString(b.String())
+			fh.Close()
+		}
+	}
 }
 
 // allCases is the built-in table plus the external cases.
@@ -759,16 +859,17 @@ func allCases(t *testing.T) []*tcase {
 func TestAdversarial(t *testing.T) {
 	start := time.Now()
 	cases := allCases(t)
+	tier := binaryTier(cases)
 	cases = only(cases)
 	t.Run("case", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Family+"/"+c.Name, func(t *testing.T) {
 				t.Parallel()
-				runCase(t, c)
+				runCase(t, c, tier[c])
 			})
 		}
 	})
-	summary(t)
+	summary(t, "hostile cases (binary: browser-agent run; process: cli.Run on the shared driver)", &outMu, outcomes)
 	t.Logf("%d cases in %s", len(cases), time.Since(start).Round(time.Second))
 }
 

@@ -10,11 +10,15 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
 
+	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 var (
@@ -58,5 +62,44 @@ func testMain(m *testing.M) int {
 	}
 	defer ctl.Close()
 	pw, plain = ctl.PW, ctl.Browser
-	return testbrowser.RunWithBinary(m, &binary)
+	code := testbrowser.RunWithBinary(m, &binary)
+	if !closeSharedRuntime() && code == 0 {
+		code = 1
+	}
+	return code
+}
+
+// shared is the Playwright driver of the in-process guarded runs, started by the first of them:
+// one driver for the package, a Chromium of its own for each run (cli.SharedLauncher). Its own
+// output (not a run's) is kept in log and checked for the planted secret when it stops.
+var shared struct {
+	once sync.Once
+	rt   *bridge.Runtime
+	err  error
+	log  testutil.Buffer
+}
+
+func sharedRuntime(t *testing.T) *bridge.Runtime {
+	shared.once.Do(func() {
+		shared.rt, shared.err = bridge.NewRuntime(bridge.WithDriverDir(driverDir), bridge.WithLogf(func(f string, a ...any) {
+			fmt.Fprintf(&shared.log, f+"\n", a...)
+		}))
+	})
+	if shared.err != nil {
+		t.Fatalf("the shared driver of the in-process runs: %v", shared.err)
+	}
+	return shared.rt
+}
+
+// closeSharedRuntime stops the shared driver; it reports false when the secret reached its log.
+func closeSharedRuntime() bool {
+	if shared.rt == nil {
+		return true
+	}
+	shared.rt.Close()
+	if strings.Contains(shared.log.String(), Secret) {
+		fmt.Fprintf(os.Stderr, "FAIL: the planted secret reached the shared driver's log\n")
+		return false
+	}
+	return true
 }
