@@ -44,6 +44,7 @@ var textNames = map[string]bool{
 	"title": true, "slug": true, "q": true, "query": true, "search": true, "term": true, "terms": true,
 	"keyword": true, "keywords": true, "kw": true, "topic": true, "subject": true, "article": true,
 	"headline": true, "heading": true, "phrase": true, "text": true, "question": true, "wd": true,
+	"tag": true, "category": true, "label": true,
 }
 
 // actionNames are query parameter names that carry a command in real software ("?action=trash",

@@ -387,8 +387,8 @@ find:
 // writeDecision is the denial of a write word (or a stem, or an escape beyond the decode limit)
 // found in the URL. The word is one of the policy's own, never text from the URL.
 func writeDecision(d Decision, w, where string) Decision {
-	if w == EncodedBeyondLimit {
-		d.Rule = "percent-encoded beyond 4 decodings in " + where
+	if strings.HasPrefix(w, "(") { // EncodedBeyondLimit, ActionNotRead
+		d.Rule = strings.Trim(w, "()") + " in " + where
 	} else {
 		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
 	}

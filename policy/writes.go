@@ -3,6 +3,8 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -25,6 +27,10 @@ var DefaultWriteWords = []string{
 	"accept", "decline", "void", "revert", "rollback", "undo", "restart", "shutdown", "reboot",
 	"redeem", "donate", "bid", "reserve", "unblock", "unban", "dismiss", "retract", "toggle",
 	"upvote", "downvote", "pin", "unpin", "unstar", "vote",
+	// Added with the GET-write corpus (testdata/corpus/writes.txt, issue 24): commands of real
+	// software that none of the words above named.
+	"trash", "spam", "clear", "empty", "uninstall", "protect", "unprotect", "unwatch", "unsub",
+	"optout", "impersonate",
 }
 
 // maxDecodeRounds bounds how often a segment is percent-decoded when looking for write words, so
@@ -397,7 +403,10 @@ func (p *Policy) routeWrite(u *URL, segs []string, r *route) (word, where string
 			}
 			rule = fmt.Sprintf("?%s={%s} of %s is an identifier, where a write word is a command (write {%s:text} if it holds free text)", name, qp.name, r.pattern, qp.name)
 			if actionName(name) {
-				rule = fmt.Sprintf("?%s= names an action: its value is a command", name)
+				rule = fmt.Sprintf("?%s= names an action: its value is a command unless it is a read (%s)", name, readActionList)
+				if w == "" && !readAction(value) {
+					w = ActionNotRead
+				}
 			}
 		}
 		if w != "" {
@@ -425,7 +434,7 @@ func (r *route) describeSeg(i int, kind Kind, segs []string) string {
 }
 
 // actionPosition reports whether text segment i stands where a command would: right after a
-// record ("/questions/123/{slug}", "/posts/5/destroy"), or first in a "*:text" rest ("/x/deleteall").
+// variable segment that holds a record ("/questions/123/{slug}", "/posts/5/destroy"), or first in a "*:text" rest ("/x/deleteall").
 func (r *route) actionPosition(i int, segs []string, p *Policy) bool {
 	if i == len(r.segs) && r.rest {
 		return true
@@ -433,7 +442,7 @@ func (r *route) actionPosition(i int, segs []string, p *Policy) bool {
 	if i == 0 {
 		return false
 	}
-	return r.kindAt(i-1) == KindID || r.kindAt(i-1) != KindLiteral && p.recordLike(segs[i-1])
+	return r.kindAt(i-1) != KindLiteral && p.recordLike(segs[i-1])
 }
 
 // recordLike reports whether a segment reads as a record's identifier: the policy's record
@@ -503,8 +512,34 @@ func (p *Policy) smuggledAction(s string) string {
 		if w := p.joinedWriteWord(value); w != "" {
 			return w
 		}
+		if !readAction(value) {
+			return ActionNotRead
+		}
 	}
 	return ""
+}
+
+// ActionNotRead is the "word" routeWrite reports for an action parameter whose value is not one
+// of readActions.
+const ActionNotRead = "(an action parameter that is not a read)"
+
+// readActions are the values of an action parameter that only read: MediaWiki's action=history,
+// info, raw; a viewer's mode=view or do=show. Any other value names a command.
+var readActions = map[string]bool{
+	"": true, "view": true, "show": true, "read": true, "list": true, "get": true, "search": true,
+	"find": true, "display": true, "info": true, "history": true, "raw": true, "render": true,
+	"print": true, "preview": true, "index": true, "browse": true, "query": true, "details": true,
+	"detail": true, "compare": true, "diff": true, "help": true, "about": true, "home": true,
+	"default": true, "overview": true, "summary": true, "status": true, "stats": true, "feed": true,
+	"rss": true, "atom": true,
+}
+
+var readActionList = strings.Join(slices.Sorted(maps.Keys(readActions))[1:], ", ")
+
+// readAction reports whether an action parameter's value (as sent, percent-decoded and folded to
+// lower case) is one of readActions.
+func readAction(v string) bool {
+	return readActions[strings.ToLower(strings.TrimSpace(lenientUnescape(v)))]
 }
 
 // bareVerb reports the write word of a segment that is a verb or a verb compound: at most two
