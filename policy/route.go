@@ -254,8 +254,7 @@ func (r *route) literalValue(name, value string) bool {
 // them sees more segments), no ';' (Java servers and some proxies drop ";…" parameters, so "..;"
 // reads as ".."), no control character, and is not "." or "..".
 func unsafeSegment(seg string) string {
-	s := seg
-	for round := 0; ; round++ {
+	return decodings(seg, "is percent-encoded beyond 4 decodings", func(s string) string {
 		switch {
 		case strings.ContainsAny(s, "/\\"):
 			return "holds an encoded / or \\"
@@ -269,16 +268,6 @@ func unsafeSegment(seg string) string {
 				return "holds a control character"
 			}
 		}
-		if strings.IndexByte(s, '%') < 0 {
-			return ""
-		}
-		d := lenientUnescape(s)
-		if d == s {
-			return ""
-		}
-		if round == maxDecodeRounds {
-			return "is percent-encoded beyond 4 decodings"
-		}
-		s = d
-	}
+		return ""
+	})
 }

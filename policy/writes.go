@@ -128,20 +128,26 @@ func (p *Policy) queryWriteWord(q string, mode int, r *route) (word, where strin
 // write word (stem: or a write stem). A string still holding an escape after the last decoding
 // gives EncodedBeyondLimit.
 func (p *Policy) writeWordIn(s string, mode int) string {
+	return decodings(s, EncodedBeyondLimit, func(s string) string { return p.writeWordInWords(s, mode) })
+}
+
+// decodings returns the first non-empty result of check on s and on each of its percent-decodings,
+// up to maxDecodeRounds of them (a stray % is not an escape: what can be decoded is), or beyond
+// for a string that still holds an escape after the last decoding.
+func decodings(s, beyond string, check func(string) string) string {
 	for round := 0; ; round++ {
-		if w := p.writeWordInWords(s, mode); w != "" {
-			return w
+		if r := check(s); r != "" {
+			return r
 		}
 		if strings.IndexByte(s, '%') < 0 {
 			return "" // nothing to decode: the next round would see the same string
 		}
-		// A stray % is not an escape; decode what can be decoded.
 		d := lenientUnescape(s)
 		if d == s {
 			return ""
 		}
 		if round == maxDecodeRounds {
-			return EncodedBeyondLimit
+			return beyond
 		}
 		s = d
 	}
@@ -472,27 +478,12 @@ func (p *Policy) recordLike(seg string) bool {
 // ("x&action=delete", for a server that decodes twice), a part still encoded beyond
 // maxDecodeRounds, and, at an action position, a bare verb (see bareVerb).
 func (p *Policy) textCommand(s string, action bool) string {
-	for round := 0; ; round++ {
-		if w := p.smuggledAction(s); w != "" {
+	return decodings(s, EncodedBeyondLimit, func(s string) string {
+		if w := p.smuggledAction(s); w != "" || !action {
 			return w
 		}
-		if action {
-			if w := p.bareVerb(s); w != "" {
-				return w
-			}
-		}
-		if strings.IndexByte(s, '%') < 0 {
-			return ""
-		}
-		d := lenientUnescape(s)
-		if d == s {
-			return ""
-		}
-		if round == maxDecodeRounds {
-			return EncodedBeyondLimit
-		}
-		s = d
-	}
+		return p.bareVerb(s)
+	})
 }
 
 // smuggledAction finds "name=value" pairs inside s whose name is an action parameter and whose
