@@ -9,6 +9,9 @@
 // those (through its Browser interface); internal/guarded, which puts a bridge session behind a
 // proxy; web and internal/mcpserver; internal/cli and the two commands on top.
 //
+// Write detection reads each part of a URL by its position (writes.go): a route's literals, its
+// variables by their Kind (an identifier, free text, the "*" rest; kinds.go), action parameters.
+//
 // Key types: Policy (Load and Parse read a policy; Decide, DecideURL, DecideRedirect and
 // DecideSignIn give a Decision), Decision (Verdict, Rule, one fixed Reason phrase, canonical
 // URL), URL (the WHATWG parse that every decision is made on, ParseURL), Limits (hop cap, steps,

@@ -279,6 +279,18 @@ func compile(f *file, name string) (*Policy, error) {
 				}
 				s.routes = append(s.routes, r)
 			}
+			// The search query is free text by definition, whatever its parameter is called.
+			for j := range s.routes {
+				if r := &s.routes[j]; r.pattern == fs.Search.V {
+					r.search = true
+					for name, qp := range r.query {
+						if qp.param && qp.name == "query" && !actionName(name) {
+							qp.kind = KindText
+							r.query[name] = qp
+						}
+					}
+				}
+			}
 		}
 		if fs.SignIn != nil {
 			if err := p.compileSignIn(s, fs, key, fail); err != nil {

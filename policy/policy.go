@@ -317,19 +317,9 @@ func (p *Policy) DecideURL(method string, u *URL) Decision {
 		return d
 	}
 	segs := splitPath(u.Path())
-	if w, where := p.findWriteWordSegs(u, segs); w != "" {
-		return writeDecision(d, w, where)
-	}
-	for i, seg := range segs {
-		if why := unsafeSegment(seg); why != "" {
-			d.Rule = fmt.Sprintf("path segment %d %s", i+1, why)
-			d.Reason = ReasonUnsafeSegment
-			return d
-		}
-	}
-	// A URL is allowed by the first read route that matches its path and its query and whose
-	// variable parts (segments, query values, undeclared names) carry no write stem: those are the
-	// parts the policy did not write itself.
+	// A URL is allowed by the first read route that matches its path and its query and whose parts
+	// hold no command, each part read by its position (routeWrite): the kinds of the route's
+	// variables decide what a write word there means.
 	var (
 		match, pathMatch, stemmed *route
 		ms, ps                    *site
@@ -348,7 +338,7 @@ find:
 				}
 				continue
 			}
-			if w, where := p.findStemWrite(u, segs, r); w != "" {
+			if w, where := p.routeWrite(u, segs, r); w != "" {
 				if stemmed == nil {
 					stemmed, stemWord, stemWhere = r, w, where
 				}
@@ -358,10 +348,24 @@ find:
 			break find
 		}
 	}
+	if match == nil && stemmed != nil {
+		return writeDecision(d, stemWord, stemWhere)
+	}
 	if match == nil {
-		if stemmed != nil {
-			return writeDecision(d, stemWord, stemWhere)
+		// No route takes the URL: it is denied whatever it holds. The reason names a write word
+		// anywhere in it first, read as an identifier is, so that a write shows as one.
+		if w, where := p.findWriteWordSegs(u, segs); w != "" {
+			return writeDecision(d, w, where)
 		}
+	}
+	for i, seg := range segs {
+		if why := unsafeSegment(seg); why != "" {
+			d.Rule = fmt.Sprintf("path segment %d %s", i+1, why)
+			d.Reason = ReasonUnsafeSegment
+			return d
+		}
+	}
+	if match == nil {
 		if w, where := p.findStemWrite(u, segs, pathMatch); w != "" {
 			return writeDecision(d, w, where)
 		}
@@ -383,8 +387,8 @@ find:
 // writeDecision is the denial of a write word (or a stem, or an escape beyond the decode limit)
 // found in the URL. The word is one of the policy's own, never text from the URL.
 func writeDecision(d Decision, w, where string) Decision {
-	if w == EncodedBeyondLimit {
-		d.Rule = "percent-encoded beyond 4 decodings in " + where
+	if strings.HasPrefix(w, "(") { // EncodedBeyondLimit, ActionNotRead
+		d.Rule = strings.Trim(w, "()") + " in " + where
 	} else {
 		d.Rule = fmt.Sprintf("write word %q in %s", w, where)
 	}

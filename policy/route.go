@@ -13,6 +13,10 @@ type route struct {
 	pattern string
 	segs    []routeSeg
 	rest    bool
+	// restKind is what the "*" rest holds: KindPath (written "*") or KindText ("*:text").
+	restKind Kind
+	// search marks the site's search template: its {query} is free text by definition.
+	search bool
 	// query maps each accepted parameter name to its value: a "{name}" (any value) or a literal.
 	// A route without a query template accepts no parameters.
 	query map[string]queryParam
@@ -21,11 +25,17 @@ type route struct {
 type routeSeg struct {
 	literal string
 	param   bool
+	name    string // the variable's name, for a param
+	kind    Kind   // what a param holds
+	given   bool   // the kind was written ({name:kind}), not the default for the name
 }
 
 type queryParam struct {
 	literal string
 	param   bool
+	name    string
+	kind    Kind
+	given   bool
 }
 
 // reQueryToken is what a parameter name or a literal value of a query template may be.
@@ -57,9 +67,12 @@ func compileRoute(pattern string) (route, error) {
 	for i, p := range parts {
 		last := i == len(parts)-1
 		switch {
-		case p == "*" && last:
-			r.rest = true
-		case p == "*":
+		case (p == "*" || p == "*:text") && last:
+			r.rest, r.restKind = true, KindPath
+			if p == "*:text" {
+				r.restKind = KindText
+			}
+		case p == "*" || p == "*:text":
 			return r, fmt.Errorf("route %q: * is only allowed as the last segment", pattern)
 		case strings.Contains(p, "*"):
 			return r, fmt.Errorf("route %q: * must be a whole segment", pattern)
@@ -71,11 +84,11 @@ func compileRoute(pattern string) (route, error) {
 		case p == "." || p == "..":
 			return r, fmt.Errorf("route %q has a dot segment", pattern)
 		case strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}"):
-			name := p[1 : len(p)-1]
-			if name == "" || strings.ContainsAny(name, "{}") {
-				return r, fmt.Errorf("route %q: malformed parameter %q", pattern, p)
+			name, kind, given, err := parseVariable(p[1 : len(p)-1])
+			if err != nil {
+				return r, fmt.Errorf("route %q: parameter %q: %v", pattern, p, err)
 			}
-			r.segs = append(r.segs, routeSeg{param: true})
+			r.segs = append(r.segs, routeSeg{param: true, name: name, kind: kind, given: given})
 		case strings.ContainsAny(p, "{}"):
 			return r, fmt.Errorf("route %q: a parameter must be a whole segment", pattern)
 		default:
@@ -104,11 +117,23 @@ func compileQuery(pattern, query string) (map[string]queryParam, error) {
 		}
 		switch {
 		case strings.HasPrefix(value, "{") && strings.HasSuffix(value, "}"):
-			v := value[1 : len(value)-1]
-			if !reQueryToken.MatchString(v) {
+			v, kind, given, err := parseVariable(value[1 : len(value)-1])
+			if err != nil || !reQueryToken.MatchString(v) {
 				return nil, fmt.Errorf("route %q: malformed query variable %q", pattern, value)
 			}
-			out[name] = queryParam{param: true}
+			if actionName(name) {
+				if given && kind == KindText {
+					return nil, fmt.Errorf("route %q: parameter %q names an action; its value is always read as a command and cannot be text", pattern, name)
+				}
+				kind, given = KindID, false
+			} else if !given {
+				// The value's kind follows the parameter's name ("q", "search", "title") unless
+				// the variable's own name says more ("?s={query}").
+				if nk := defaultKind(name); nk == KindText {
+					kind = KindText
+				}
+			}
+			out[name] = queryParam{param: true, name: v, kind: kind, given: given}
 		case reQueryToken.MatchString(value):
 			out[name] = queryParam{literal: value}
 		default:
@@ -186,6 +211,21 @@ func (r *route) queryOK(q string) bool {
 	return true
 }
 
+// kindAt is what path segment i holds under the route: KindLiteral for a segment the policy wrote,
+// a variable's kind, or the rest's kind.
+func (r *route) kindAt(i int) Kind {
+	switch {
+	case r == nil:
+		return KindID
+	case i < len(r.segs) && !r.segs[i].param:
+		return KindLiteral
+	case i < len(r.segs):
+		return r.segs[i].kind
+	default:
+		return r.restKind
+	}
+}
+
 // literalAt reports whether path segment i is matched by a literal segment of the route.
 func (r *route) literalAt(i int) bool {
 	return r != nil && i < len(r.segs) && !r.segs[i].param
@@ -214,8 +254,7 @@ func (r *route) literalValue(name, value string) bool {
 // them sees more segments), no ';' (Java servers and some proxies drop ";…" parameters, so "..;"
 // reads as ".."), no control character, and is not "." or "..".
 func unsafeSegment(seg string) string {
-	s := seg
-	for round := 0; ; round++ {
+	return decodings(seg, "is percent-encoded beyond 4 decodings", func(s string) string {
 		switch {
 		case strings.ContainsAny(s, "/\\"):
 			return "holds an encoded / or \\"
@@ -229,16 +268,6 @@ func unsafeSegment(seg string) string {
 				return "holds a control character"
 			}
 		}
-		if strings.IndexByte(s, '%') < 0 {
-			return ""
-		}
-		d := lenientUnescape(s)
-		if d == s {
-			return ""
-		}
-		if round == maxDecodeRounds {
-			return "is percent-encoded beyond 4 decodings"
-		}
-		s = d
-	}
+		return ""
+	})
 }

@@ -2,6 +2,9 @@ package policy
 
 import (
 	"bytes"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,6 +27,10 @@ var DefaultWriteWords = []string{
 	"accept", "decline", "void", "revert", "rollback", "undo", "restart", "shutdown", "reboot",
 	"redeem", "donate", "bid", "reserve", "unblock", "unban", "dismiss", "retract", "toggle",
 	"upvote", "downvote", "pin", "unpin", "unstar", "vote",
+	// Added with the GET-write corpus (testdata/corpus/writes.txt, issue 24): commands of real
+	// software that none of the words above named.
+	"trash", "spam", "clear", "empty", "uninstall", "protect", "unprotect", "unwatch", "unsub",
+	"optout", "impersonate",
 }
 
 // maxDecodeRounds bounds how often a segment is percent-decoded when looking for write words, so
@@ -121,20 +128,26 @@ func (p *Policy) queryWriteWord(q string, mode int, r *route) (word, where strin
 // write word (stem: or a write stem). A string still holding an escape after the last decoding
 // gives EncodedBeyondLimit.
 func (p *Policy) writeWordIn(s string, mode int) string {
+	return decodings(s, EncodedBeyondLimit, func(s string) string { return p.writeWordInWords(s, mode) })
+}
+
+// decodings returns the first non-empty result of check on s and on each of its percent-decodings,
+// up to maxDecodeRounds of them (a stray % is not an escape: what can be decoded is), or beyond
+// for a string that still holds an escape after the last decoding.
+func decodings(s, beyond string, check func(string) string) string {
 	for round := 0; ; round++ {
-		if w := p.writeWordInWords(s, mode); w != "" {
-			return w
+		if r := check(s); r != "" {
+			return r
 		}
 		if strings.IndexByte(s, '%') < 0 {
 			return "" // nothing to decode: the next round would see the same string
 		}
-		// A stray % is not an escape; decode what can be decoded.
 		d := lenientUnescape(s)
 		if d == s {
 			return ""
 		}
 		if round == maxDecodeRounds {
-			return EncodedBeyondLimit
+			return beyond
 		}
 		s = d
 	}
@@ -345,4 +358,213 @@ func words(s string) []string {
 	}
 	flush(len(rs))
 	return out
+}
+
+// routeWrite looks for a command in a URL that the route r matches, reading each part by its
+// position (see Kind): a literal the route writes is held to whole write words and long ones
+// inside it; an identifier and each name of a "*" rest to every write stem; free text only at an
+// action position. where names the position and the rule, in the policy's own words, never the
+// URL's.
+func (p *Policy) routeWrite(u *URL, segs []string, r *route) (word, where string) {
+	for i, seg := range segs {
+		var w string
+		kind := r.kindAt(i)
+		switch kind {
+		case KindLiteral:
+			w = p.writeWordIn(seg, wordContained)
+		case KindText:
+			w = p.textCommand(seg, r.actionPosition(i, segs, p))
+		default:
+			if w = p.writeWordIn(seg, wordStem); w == "" {
+				w = p.joinedWriteWord(seg)
+			}
+		}
+		if w != "" {
+			return w, r.describeSeg(i, kind, segs)
+		}
+	}
+	q := u.RawQuery()
+	if q == "" {
+		return "", ""
+	}
+	for pair := range strings.SplitSeq(q, "&") {
+		if pair == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		if w := p.writeWordIn(strings.ReplaceAll(name, "+", " "), wordContained); w != "" {
+			return w, fmt.Sprintf("query name (a name %s declares)", r.pattern)
+		}
+		qp := r.query[name]
+		value = strings.ReplaceAll(value, "+", " ")
+		var w, rule string
+		switch {
+		case !qp.param:
+			w, rule = p.writeWordIn(value, wordContained), "a value "+r.pattern+" writes itself"
+		case qp.kind == KindText:
+			w, rule = p.textCommand(value, false), fmt.Sprintf("?%s={%s} of %s is text, where only an action parameter inside it is a command", name, qp.name, r.pattern)
+		default:
+			if w = p.writeWordIn(value, wordStem); w == "" {
+				w = p.joinedWriteWord(value)
+			}
+			rule = fmt.Sprintf("?%s={%s} of %s is an identifier, where a write word is a command (write {%s:text} if it holds free text)", name, qp.name, r.pattern, qp.name)
+			if actionName(name) {
+				rule = fmt.Sprintf("?%s= names an action: its value is a command unless it is a read (%s)", name, readActionList)
+				if w == "" && !readAction(value) {
+					w = ActionNotRead
+				}
+			}
+		}
+		if w != "" {
+			return w, "query value: " + rule
+		}
+	}
+	return "", ""
+}
+
+// describeSeg says which rule read path segment i (counted from 1 in the message) as a command.
+func (r *route) describeSeg(i int, kind Kind, segs []string) string {
+	n := i + 1
+	switch {
+	case kind == KindLiteral:
+		return fmt.Sprintf("path segment %d: a literal of %s", n, r.pattern)
+	case kind == KindText && i >= len(r.segs):
+		return fmt.Sprintf("path segment %d: a bare verb in an action position of the *:text rest of %s (first in the rest, or after a record)", n, r.pattern)
+	case kind == KindText:
+		return fmt.Sprintf("path segment %d: {%s} of %s is text, but a bare verb after a record is an action", n, r.segs[i].name, r.pattern)
+	case i >= len(r.segs):
+		return fmt.Sprintf("path segment %d: the * rest of %s holds names read as identifiers (write *:text if it holds titles or file paths)", n, r.pattern)
+	default:
+		return fmt.Sprintf("path segment %d: {%s} of %s is an identifier, where a write word is a command (write {%s:text} if it holds titles or free text)", n, r.segs[i].name, r.pattern, r.segs[i].name)
+	}
+}
+
+// actionPosition reports whether text segment i stands where a command would: right after a
+// variable segment that holds a record ("/questions/123/{slug}", "/posts/5/destroy"), or first in a "*:text" rest ("/x/deleteall").
+func (r *route) actionPosition(i int, segs []string, p *Policy) bool {
+	if i == len(r.segs) && r.rest {
+		return true
+	}
+	if i == 0 {
+		return false
+	}
+	return r.kindAt(i-1) != KindLiteral && p.recordLike(segs[i-1])
+}
+
+// recordLike reports whether a segment reads as a record's identifier: the policy's record
+// pattern, a number or a code with as many digits as letters ("5", "SYN-0042"), or a hexadecimal
+// hash of seven or more characters with a digit ("3fa2b1c").
+func (p *Policy) recordLike(seg string) bool {
+	if p.record != nil && p.record.full.MatchString(seg) {
+		return true
+	}
+	digits, letters, hex := 0, 0, true
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case isDigit(c):
+			digits++
+		case isUpper(c) || isLower(c):
+			letters++
+			hex = hex && ishex(c)
+		case c != '-' && c != '_':
+			hex = false
+		}
+	}
+	return digits > 0 && (digits >= letters || hex && len(seg) >= 7)
+}
+
+// textCommand reads free text: content, except an action parameter smuggled into it
+// ("x&action=delete", for a server that decodes twice), a part still encoded beyond
+// maxDecodeRounds, and, at an action position, a bare verb (see bareVerb).
+func (p *Policy) textCommand(s string, action bool) string {
+	return decodings(s, EncodedBeyondLimit, func(s string) string {
+		if w := p.smuggledAction(s); w != "" || !action {
+			return w
+		}
+		return p.bareVerb(s)
+	})
+}
+
+// smuggledAction finds "name=value" pairs inside s whose name is an action parameter and whose
+// value carries a write word or stem.
+func (p *Policy) smuggledAction(s string) string {
+	if strings.IndexByte(s, '=') < 0 {
+		return ""
+	}
+	for part := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == '&' || r == ';' || r == '?' || r == '#' || r == ' ' }) {
+		name, value, ok := strings.Cut(part, "=")
+		if !ok || !actionName(name) {
+			continue
+		}
+		if w := p.writeWordInWords(value, wordStem); w != "" {
+			return w
+		}
+		if w := p.joinedWriteWord(value); w != "" {
+			return w
+		}
+		if !readAction(value) {
+			return ActionNotRead
+		}
+	}
+	return ""
+}
+
+// ActionNotRead is the "word" routeWrite reports for an action parameter whose value is not one
+// of readActions.
+const ActionNotRead = "(an action parameter that is not a read)"
+
+// readActions are the values of an action parameter that only read: MediaWiki's action=history,
+// info, raw; a viewer's mode=view or do=show. Any other value names a command.
+var readActions = map[string]bool{
+	"": true, "view": true, "show": true, "read": true, "list": true, "get": true, "search": true,
+	"find": true, "display": true, "info": true, "history": true, "raw": true, "render": true,
+	"print": true, "preview": true, "index": true, "browse": true, "query": true, "details": true,
+	"detail": true, "compare": true, "diff": true, "help": true, "about": true, "home": true,
+	"default": true, "overview": true, "summary": true, "status": true, "stats": true, "feed": true,
+	"rss": true, "atom": true,
+}
+
+var readActionList = strings.Join(slices.Sorted(maps.Keys(readActions))[1:], ", ")
+
+// readAction reports whether an action parameter's value (as sent, percent-decoded and folded to
+// lower case) is one of readActions.
+func readAction(v string) bool {
+	return readActions[strings.ToLower(strings.TrimSpace(lenientUnescape(v)))]
+}
+
+// bareVerb reports the write word of a segment that is a verb or a verb compound: at most two
+// words besides numbers ("close", "deleteAll", "purge_all", "delete.php", "ban"), one of which is
+// or carries a write word, or whose words joined make one ("sign_out"). A title or a sentence
+// ("Post_office_box", "how-to-reset-your-router") is not bare.
+func (p *Policy) bareVerb(s string) string {
+	var ws []string
+	for _, w := range words(s) {
+		if w[0] < '0' || w[0] > '9' {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 || len(ws) > 2 {
+		return ""
+	}
+	for _, w := range ws {
+		if v := p.isWriteToken([]byte(w), wordStem); v != "" {
+			return v
+		}
+	}
+	return p.joinedWriteWord(s)
+}
+
+// joinedWriteWord reports a write word spelled across the words of s with separators between
+// them ("sign_out", "log-out", "un-publish").
+func (p *Policy) joinedWriteWord(s string) string {
+	ws := words(s)
+	if len(ws) < 2 {
+		return ""
+	}
+	j := strings.Join(ws, "")
+	if p.writeWords[j] {
+		return j
+	}
+	return ""
 }

@@ -103,6 +103,15 @@ func TestWiki(t *testing.T) {
 				t.Fatalf("offline, WK-LH-017: got %s (%s) %+v\n\twant answered %v from %s", res.Status, res.Reason, res.Answer, want, cape)
 			}
 
+			// Titles that hold a verb or a write word are content: the offline planner searches,
+			// opens /wiki/New_York_City and answers from it (issue 24).
+			nyc := origin + "/wiki/New_York_City"
+			res = run(t, pol, popts, "Look up WK-NY-202", offline.New())
+			want = map[string]string{"Wiki ID": "WK-NY-202", "Country": "United States", "Founded": "1624", "Lighthouse": "Little Red Lighthouse"}
+			if res.Status != coordinator.StatusAnswered || res.Answer == nil || !maps.Equal(res.Answer.Fields, want) || !slices.Equal(res.Answer.Sources, []string{nyc}) {
+				t.Fatalf("offline, WK-NY-202: got %s (%s) %+v\n\twant answered %v from %s", res.Status, res.Reason, res.Answer, want, nyc)
+			}
+
 			// A script model: the ID only in the article's heading, found through the search.
 			res = run(t, pol, popts, "Look up wk-lh-003", script(
 				call(coordinator.ToolSearchSite, map[string]string{"query": "WK-LH-003"}),
@@ -168,6 +177,9 @@ func TestWikiOfflineFake(t *testing.T) {
 	}{
 		{"WK-LH-017", coordinator.StatusAnswered, "/wiki/Cape_Wrath_Lighthouse"},
 		{"WK-LH-003", coordinator.StatusAnswered, "/wiki/Bell_Rock_Lighthouse"},
+		{"WK-PO-101", coordinator.StatusAnswered, "/wiki/Post_office"}, // titles with a verb: content
+		{"WK-NY-202", coordinator.StatusAnswered, "/wiki/New_York_City"},
+		{"WK-DK-303", coordinator.StatusAnswered, "/wiki/Delete_key"},
 		{"WK-LH-021", coordinator.StatusBlocked, ""}, // its page names another record: nothing to cite
 		{"WK-LH-999", coordinator.StatusBlocked, ""}, // no such article
 	}

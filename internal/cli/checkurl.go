@@ -99,6 +99,21 @@ func policyCmd(e *env, args []string) error {
 			fmt.Fprintf(e.stdout, " search %s", s.Search)
 		}
 		fmt.Fprintln(e.stdout)
+		// What each variable holds decides how write detection reads it (issue 24).
+		for _, v := range p.Variables(s.Origin) {
+			meaning := kindMeaning[v.Kind]
+			if v.Why == "action parameter" {
+				meaning = "names an action: its value is a command unless it only reads (view, history, …)"
+			}
+			fmt.Fprintf(e.stdout, "    %-28s %-22s %-5s (%s): %s\n", v.Route, v.Name, v.Kind, v.Why, meaning)
+		}
 	}
 	return nil
+}
+
+// kindMeaning says in a line how write detection reads a variable of each kind.
+var kindMeaning = map[policy.Kind]string{
+	policy.KindID:   "an identifier: a write word in it is a command",
+	policy.KindText: "free text: content, except a bare verb after a record and an action parameter inside it",
+	policy.KindPath: "the rest of the path, names read as identifiers (write *:text for titles or file paths)",
 }
