@@ -97,6 +97,55 @@ func TestCredentialLateTimer(t *testing.T) {
 	}
 }
 
+// TestCredentialLateNetwork adds a credential field some time after a request the page makes at
+// load has answered (a fetch, an XHR, a chain of fetches, a fetch in a frame), or only for an
+// instant (net-flash). Each page shows its SECRET-NET text from the start: a read of it must not
+// be handed over, since the page shows a credential field before the reads are over (the check
+// after the read waits for the page's requests and the short timers they start, and the
+// credential watch of init.js remembers a field that came and went).
+func TestCredentialLateNetwork(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	for _, v := range []string{"net-fetch", "net-xhr", "net-chain", "net-flash", "net-frame"} {
+		t.Run(v, func(t *testing.T) {
+			p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, newKey(), v))
+			if strings.Contains(p.Text, "SECRET-NET") {
+				t.Errorf("Open(%s) handed over the page's text before its late field: %q", v, p.Text)
+			}
+			if !errors.Is(err, ErrCredentialRequired) {
+				t.Fatalf("Open(%s): got err %v, want ErrCredentialRequired", v, err)
+			}
+			checkWithheld(t, s, v)
+		})
+	}
+}
+
+// TestReaderNoFieldText opens a page with editable elements that are not credential fields
+// (contenteditable hosts, role=textbox, one in a closed shadow root) holding text: what they hold
+// is a field's value, typed or planted, and never enters a read; the text around them does.
+func TestReaderNoFieldText(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=field-text", testFix.Site, newKey()))
+	if err != nil {
+		t.Fatalf("Open(field-text): %v", err)
+	}
+	if !strings.Contains(p.Text, "Text after the fields") {
+		t.Errorf("Open(field-text): got text %q, want the page", p.Text)
+	}
+	fields, err := s.Fields(ctxT(t))
+	if err != nil {
+		t.Fatalf("Fields: %v", err)
+	}
+	links, err := s.Links(ctxT(t))
+	if err != nil {
+		t.Fatalf("Links: %v", err)
+	}
+	if all := p.Text + p.Heading + p.Title + fmt.Sprint(fields, links); strings.Contains(all, "SECRET-") {
+		t.Errorf("a field's text reached the read: %q", all)
+	}
+}
+
 // TestCredentialNone is the negative control: a search box, a hidden input and a checkbox whose
 // names mention a password, and the word in text, are not credential fields.
 func TestCredentialNone(t *testing.T) {
