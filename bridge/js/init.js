@@ -109,7 +109,7 @@
     const byId = g.Document.prototype.getElementById;
     const localName = getter(E, 'localName'), nodeType = getter(N, 'nodeType'), parentNode = getter(N, 'parentNode');
     const textContent = getter(N, 'textContent'), previousSibling = getter(N, 'previousSibling');
-    const editable = getter(g.HTMLElement.prototype, 'isContentEditable'), shadowRoot = getter(E, 'shadowRoot');
+    const editable = getter(g.HTMLElement.prototype, 'isContentEditable');
     const ownerDocument = getter(N, 'ownerDocument');
     const labelsOf = [g.HTMLInputElement, g.HTMLTextAreaElement, g.HTMLSelectElement].map((c) => c && getter(c.prototype, 'labels'));
     const gcs = g.getComputedStyle, getProp = g.CSSStyleDeclaration.prototype.getPropertyValue;
@@ -117,7 +117,7 @@
     const indexOf = String.prototype.indexOf, split = String.prototype.split;
     const mapHas = Map.prototype.has, mapSet = Map.prototype.set, mapClear = Map.prototype.clear;
     const mapSize = getter(Map.prototype, 'size');
-    const recType = getter(g.MutationRecord.prototype, 'type'), recTarget = getter(g.MutationRecord.prototype, 'target');
+    const recTarget = getter(g.MutationRecord.prototype, 'target');
     const listLength = getter(g.NodeList.prototype, 'length');
     const observe = MO.prototype.observe;
     const SEL = 'input,textarea,select,[contenteditable],[role]';
@@ -181,8 +181,9 @@
       if (!root) return;
       const k = apply(nodeType, root, []);
       const all = k === 1 ? apply(qsaE, root, [SEL]) : k === 9 ? apply(qsaD, root, [SEL]) : k === 11 ? apply(qsaF, root, [SEL]) : null;
-      if (k === 1) describe(root);
-      if (all) for (let i = 0; i < apply(listLength, all, []); i++) describe(all[i]);
+      // One element that cannot be described (an SVG element with a role) never hides the next.
+      if (k === 1) try { describe(root); } catch (e) {}
+      if (all) for (let i = 0; i < apply(listLength, all, []); i++) try { describe(all[i]); } catch (e) {}
     };
     const onMutations = (records) => {
       for (let i = 0; i < records.length; i++) {
