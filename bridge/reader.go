@@ -546,7 +546,8 @@ type rawRead struct {
 // With pixels on, prev is what earlier reads of the page decided (nil for the first): the read
 // goes on from there, and its text holds only the runs it proved visible (visibility.go).
 func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (*snapshot, string, error) {
-	defer s.cfg.took("read", time.Now())
+	start := time.Now()
+	defer s.cfg.took("read", start)
 	v, err := s.view(ctx, nil)
 	defer func() { v.close() }()
 	if err != nil {
@@ -655,9 +656,14 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 		return nil, "", ErrPageChanged
 	}
 	// Every frame again, after the read and once the page is quiet: a frame or field added while
-	// the frames were read, or by a script that ran when a request answered (a frozen page runs
-	// what it missed once thawed: the quiet is counted from now).
-	if why, _, err := s.quiet(ctx, v, time.Now(), true); err != nil || why != "" {
+	// the frames were read, or by a script that ran when a request answered. A frozen page runs
+	// what it missed once thawed: when the route saw a request start or end since the read began,
+	// the quiet is counted from now.
+	var since time.Time
+	if s.lastActive.Load() >= start.UnixNano() {
+		since = time.Now()
+	}
+	if why, _, err := s.quiet(ctx, v, since, true); err != nil || why != "" {
 		return nil, why, err
 	}
 	after, err := s.view(ctx, v)
