@@ -121,6 +121,24 @@ func TestCredentialLateNetwork(t *testing.T) {
 	}
 }
 
+// TestCredentialNetworkOrdinary is the negative control of the watch and the quiet: an ordinary
+// page that shows what it fetched 300 ms after the fetch answered, an XHR's answer and a shadow
+// root of its own is read whole (fetch, XHR and attachShadow work as without them), and the text
+// the quiet waited for is in the first read.
+func TestCredentialNetworkOrdinary(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=net-ordinary", testFix.Site, newKey()))
+	if err != nil {
+		t.Fatalf("Open(net-ordinary): %v", err)
+	}
+	for _, want := range []string{"Loaded record: ORDINARY-ok", "XHR-ok", "SHADOW-ok", "Public text"} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("Open(net-ordinary): %q not in the text %q", want, p.Text)
+		}
+	}
+}
+
 // TestReaderNoFieldText opens a page with editable elements that are not credential fields
 // (contenteditable hosts, role=textbox, one in a closed shadow root) holding text: what they hold
 // is a field's value, typed or planted, and never enters a read; the text around them does.
