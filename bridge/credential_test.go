@@ -121,6 +121,22 @@ func TestCredentialLateNetwork(t *testing.T) {
 	}
 }
 
+// openReadable opens variant v of cred.html, a page with no credential field, and returns it;
+// the page must open and hold each of want.
+func openReadable(t *testing.T, s *Session, v string, want ...string) Page {
+	t.Helper()
+	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, newKey(), v))
+	if err != nil {
+		t.Fatalf("Open(%s): %v", v, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(p.Text, w) {
+			t.Errorf("Open(%s): %q not in the text %q", v, w, p.Text)
+		}
+	}
+	return p
+}
+
 // TestCredentialNetworkOrdinary is the negative control of the watch and the quiet: an ordinary
 // page that shows what it fetched 300 ms after the fetch answered, an XHR's answer and a shadow
 // root of its own is read whole (fetch, XHR and attachShadow work as without them), and the text
@@ -128,15 +144,7 @@ func TestCredentialLateNetwork(t *testing.T) {
 func TestCredentialNetworkOrdinary(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
-	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=net-ordinary", testFix.Site, newKey()))
-	if err != nil {
-		t.Fatalf("Open(net-ordinary): %v", err)
-	}
-	for _, want := range []string{"Loaded record: ORDINARY-ok", "XHR-ok", "SHADOW-ok", "Public text"} {
-		if !strings.Contains(p.Text, want) {
-			t.Errorf("Open(net-ordinary): %q not in the text %q", want, p.Text)
-		}
-	}
+	openReadable(t, s, "net-ordinary", "Loaded record: ORDINARY-ok", "XHR-ok", "SHADOW-ok", "Public text")
 }
 
 // TestReaderNoFieldText opens a page with editable elements that are not credential fields
@@ -145,13 +153,7 @@ func TestCredentialNetworkOrdinary(t *testing.T) {
 func TestReaderNoFieldText(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
-	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=field-text", testFix.Site, newKey()))
-	if err != nil {
-		t.Fatalf("Open(field-text): %v", err)
-	}
-	if !strings.Contains(p.Text, "Text after the fields") {
-		t.Errorf("Open(field-text): got text %q, want the page", p.Text)
-	}
+	p := openReadable(t, s, "field-text", "Text after the fields")
 	fields, err := s.Fields(ctxT(t))
 	if err != nil {
 		t.Fatalf("Fields: %v", err)
@@ -170,20 +172,8 @@ func TestReaderNoFieldText(t *testing.T) {
 func TestCredentialNone(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
-	p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=plain-fields", testFix.Site, newKey()))
-	if err != nil {
-		t.Fatalf("Open(plain-fields): %v", err)
-	}
-	if !strings.Contains(p.Text, "Forgot your password?") {
-		t.Errorf("Open(plain-fields): got text %q, want the page", p.Text)
-	}
-	p, err = s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=none", testFix.Site, newKey()))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	if !strings.Contains(p.Text, "Forgot your password?") {
-		t.Errorf("Open: got text %q, want the page", p.Text)
-	}
+	openReadable(t, s, "plain-fields", "Forgot your password?")
+	p := openReadable(t, s, "none", "Forgot your password?")
 	if strings.Contains(p.Text, "hunter2") {
 		t.Errorf("a field value reached the text")
 	}

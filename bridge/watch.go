@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -19,40 +18,16 @@ import (
 
 // watchReport is what __BA_WATCH__ returns for one frame.
 type watchReport struct {
-	Timers   float64        `json:"timers"`   // ms until the last pending short timeout is due
-	Inflight int            `json:"inflight"` // the page's requests not yet settled
-	Overflow bool           `json:"overflow"` // more descriptions than the watch keeps between drains
-	Controls []watchControl `json:"controls"` // editable elements seen since the last drain
-}
-
-// watchControl is a control as init.js describes it: names joined by newlines.
-type watchControl struct {
-	Tag          string `json:"tag"`
-	Type         string `json:"type"`
-	Role         string `json:"role"`
-	Autocomplete string `json:"autocomplete"`
-	InputMode    string `json:"inputmode"`
-	Pattern      string `json:"pattern"`
-	MaxLength    int    `json:"maxlength"`
-	Masked       bool   `json:"masked"`
-	Names        string `json:"names"`
-	Near         string `json:"near"`
-}
-
-func (w watchControl) control() control {
-	tag := w.Tag
-	if tag != "input" && tag != "textarea" && tag != "select" {
-		tag = "editable " + tag
-	}
-	return control{Tag: tag, Type: w.Type, Role: w.Role, Autocomplete: w.Autocomplete, InputMode: w.InputMode,
-		Pattern: w.Pattern, MaxLength: w.MaxLength, Masked: w.Masked, Names: strings.Split(w.Names, "\n"),
-		Near: []string{w.Near}}
+	Timers   float64   `json:"timers"`   // ms until the last pending short timeout is due
+	Inflight int       `json:"inflight"` // the page's requests not yet settled
+	Overflow bool      `json:"overflow"` // more descriptions than the watch keeps between drains
+	Controls []control `json:"controls"` // editable elements seen since the last drain, as init.js describes them
 }
 
 // credential says why the report shows a credential field, or "".
 func (r *watchReport) credential() string {
 	for _, c := range r.Controls {
-		if why := credentialField(c.control()); why != "" {
+		if why := credentialField(c); why != "" {
 			return why + " (seen by the watch)"
 		}
 	}

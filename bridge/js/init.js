@@ -135,8 +135,10 @@
         const roles = ' ' + apply(lower, attr(el, 'role'), []) + ' ';
         if (!apply(editable, el, []) && apply(indexOf, roles, [' textbox ']) < 0 && apply(indexOf, roles, [' searchbox ']) < 0) return;
       }
+      // The description is JSON written here from strings, numbers and booleans only: the page's
+      // toJSON on a prototype never runs. Its shape is the bridge's control (credential.go).
       let names = '';
-      const add = (t) => { if (t) names += (names ? '\n' : '') + apply(slice, t, [0, 500]); };
+      const add = (t) => { if (t) names += (names ? ',' : '') + stringify(apply(slice, t, [0, 500])); };
       for (let i = 0; i < NAMED.length; i++) add(attr(el, NAMED[i]));
       const doc = apply(ownerDocument, el, []);
       for (let j = 0; j < 2; j++) {
@@ -161,13 +163,11 @@
       }
       let masked = false;
       try { masked = apply(getProp, apply(gcs, g, [el]), ['-webkit-text-security']) !== 'none'; } catch (e) {}
-      const d = create(null);
-      d.tag = tag; d.type = type; d.role = attr(el, 'role'); d.autocomplete = attr(el, 'autocomplete');
-      d.inputmode = attr(el, 'inputmode'); d.pattern = attr(el, 'pattern');
       const ml = +attr(el, 'maxlength') | 0;
-      d.maxlength = ml > 0 ? ml : 0; d.masked = masked; d.names = names;
-      d.near = apply(slice, near, [-120]);
-      const j = stringify(d);
+      const j = '{"tag":' + stringify(tag) + ',"type":' + stringify(type) + ',"role":' + stringify(attr(el, 'role')) +
+        ',"autocomplete":' + stringify(attr(el, 'autocomplete')) + ',"inputmode":' + stringify(attr(el, 'inputmode')) +
+        ',"pattern":' + stringify(attr(el, 'pattern')) + ',"maxlength":' + (ml > 0 ? ml : 0) + ',"masked":' + (masked ? 'true' : 'false') +
+        ',"names":[' + names + '],"near":[' + stringify(apply(slice, near, [-120])) + ']}';
       if (apply(mapHas, state.seen, [j])) return;
       if (apply(mapSize, state.seen, []) > 5000) apply(mapClear, state.seen, []);
       apply(mapSet, state.seen, [j, true]);
