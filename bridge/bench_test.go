@@ -114,9 +114,10 @@ func BenchmarkReadVisibility(b *testing.B) {
 // BenchmarkOpenPhases breaks a guarded Open of the demo site's record page, followed by Links and
 // Fields as the lookup preset makes them, into its phases (config.phase): the time per Open of
 // each, in ms, besides the whole Open and the plain Goto (to the load event) plus InnerText of
-// the same page in the same iterations. Phases nest: "read" holds "view", "timers", "pixels"
-// (which holds "shot" and the "eval:layout" / "eval:paint" evaluations) and "eval:read";
-// "recheck" (the credential re-check before Links and Fields) holds a "view" and an
+// the same page in the same iterations. Phases nest: "read" holds "view", "quiet" (the waits and
+// watch drains before and after the reads), "pixels" (which holds "shot" and the "eval:layout" /
+// "eval:paint" evaluations) and "eval:read";
+// "recheck" (the credential re-check before Links and Fields) holds a "view", a "quiet" and an
 // "eval:check". It is the breakdown of BENCHMARKS.md ("Issue 18"), reproducible:
 //
 //	go test ./bridge -run '^$' -bench OpenPhases -benchtime 20x -count 3

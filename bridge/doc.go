@@ -11,6 +11,12 @@
 // pixel phase out of time leaves what it did not reach to the next Read, Links or Fields of the
 // same page, which goes on from there (visState): a long page's text grows as it is proven.
 //
+// A page with a credential field (credential.go) is withheld whole. A read is handed over only
+// when the page showed none before it and after it, "after" once the page is quiet again: its
+// requests and the short timers their answers start, in every frame, are over (watch.go). The
+// credential watch of init.js reports a field that came and went between two checks, and the
+// reader never reads a field's value (an input's, or the text of an editable element).
+//
 // Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
 // those (through its Browser interface); internal/guarded, which puts a bridge session behind a
 // proxy; web and internal/mcpserver; internal/cli and the two commands on top.

@@ -271,6 +271,16 @@ func (f *fixture) handler(n *counter, other bool) http.Handler {
 		}
 		fmt.Fprint(w, "</pre><p>BIG-END</p></body></html>")
 	})
+	// /api/{key}/wait/{ms} answers after ms milliseconds (at most 5 s).
+	mux.HandleFunc("/api/{key}/wait/{ms}", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.PathValue("ms"))
+		select {
+		case <-time.After(time.Duration(min(ms, 5000)) * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "ok")
+	})
 	mux.HandleFunc("/api/{key}/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(20 * time.Second):

@@ -65,7 +65,7 @@ type config struct {
 	// and the evaluation.
 	resolved func(ctx context.Context, sess playwright.CDPSession, group string)
 	// phase (benchmarks) is told how long each phase of Open and of the reads took
-	// (BenchmarkOpenPhases): "goto", "settle", "read" (the whole snapshot), "view", "timers",
+	// (BenchmarkOpenPhases): "goto", "settle", "read" (the whole snapshot), "view", "quiet",
 	// "pixels", "shot", "eval:<mode>" and "recheck". Called on the goroutine of the Open or
 	// read; nil: nothing is timed.
 	phase func(name string, d time.Duration)

@@ -238,38 +238,6 @@ func flattenFrameTree(raw json.RawMessage, out []frameEntry) []frameEntry {
 	return out
 }
 
-// maxTimerWait bounds waitTimers.
-const maxTimerWait = 1200 * time.Millisecond
-
-// waitTimers waits, at most maxTimerWait, for the main frame's pending timeouts of up to 1 s (see
-// init.js) to have fired, and reports whether it waited.
-func (s *Session) waitTimers(ctx context.Context, sess playwright.CDPSession) bool {
-	defer s.cfg.took("timers", time.Now())
-	end := time.Now().Add(maxTimerWait)
-	waited := false
-	for i := 0; i < 4; i++ {
-		var r struct {
-			Result struct {
-				Value float64 `json:"value"`
-			} `json:"result"`
-		}
-		expr := "typeof globalThis." + s.timers + " === 'function' ? globalThis." + s.timers + "() : 0"
-		if cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r) != nil {
-			return waited
-		}
-		ms := r.Result.Value
-		if ms <= 0 || ms != ms {
-			return waited
-		}
-		d := min(time.Duration(ms*float64(time.Millisecond))+10*time.Millisecond, time.Until(end))
-		if d <= 0 || sleepCtx(ctx, d) != nil {
-			return waited
-		}
-		waited = true
-	}
-	return waited
-}
-
 // pageView is the page's frames as the CDP sessions see them: which session owns a frame, its
 // child frames, and the closed shadow roots in it.
 type pageView struct {
@@ -282,6 +250,7 @@ type pageView struct {
 	closed   map[string][]closedRoot
 	frames   []string // every frame, main first
 	worlds   map[string]int
+	docs     map[string]docRef // each frame's document node, for its main world (watch.go)
 }
 
 type closedRoot struct {
@@ -302,7 +271,7 @@ func (s *Session) view(ctx context.Context, prev *pageView) (*pageView, error) {
 	}
 	targets := att.targets
 	v := &pageView{att: att, targets: targets, mainID: targets[0].root, owner: map[string]*target{},
-		children: map[string][]string{}, closed: map[string][]closedRoot{}}
+		children: map[string][]string{}, closed: map[string][]closedRoot{}, docs: map[string]docRef{}}
 	if len(targets[0].frames) > 0 {
 		v.mainURL = targets[0].frames[0].url
 	}
@@ -342,8 +311,14 @@ func (s *Session) view(ctx context.Context, prev *pageView) (*pageView, error) {
 				walk(c, frame)
 			}
 			if n.ContentDocument != nil && n.FrameID != "" {
+				if _, ok := v.docs[n.FrameID]; !ok && n.ContentDocument.BackendNodeID != 0 {
+					v.docs[n.FrameID] = docRef{t, n.ContentDocument.BackendNodeID}
+				}
 				walk(n.ContentDocument, n.FrameID)
 			}
+		}
+		if t.root != "" && t.doc.BackendNodeID != 0 {
+			v.docs[t.root] = docRef{t, t.doc.BackendNodeID} // the session rooted at a frame renders it
 		}
 		walk(t.doc, t.root)
 	}
@@ -571,7 +546,8 @@ type rawRead struct {
 // With pixels on, prev is what earlier reads of the page decided (nil for the first): the read
 // goes on from there, and its text holds only the runs it proved visible (visibility.go).
 func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (*snapshot, string, error) {
-	defer s.cfg.took("read", time.Now())
+	start := time.Now()
+	defer s.cfg.took("read", start)
 	v, err := s.view(ctx, nil)
 	defer func() { v.close() }()
 	if err != nil {
@@ -580,7 +556,13 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 	if v.mainID == "" {
 		return nil, "", errors.New("no main frame")
 	}
-	if s.waitTimers(ctx, v.targets[0].sess) {
+	// Before the read: the page quiet (its requests and the short timers they start over, in
+	// every frame), and no credential field seen by the watch since the last check.
+	why, waited, err := s.quiet(ctx, v, time.Time{}, true)
+	if err != nil || why != "" {
+		return nil, why, err
+	}
+	if waited {
 		if v, err = s.view(ctx, v); err != nil {
 			return nil, "", err
 		}
@@ -590,7 +572,6 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 		return nil, why, nil
 	}
 	reads := map[string]*rawRead{}
-	var why string
 	// Visibility by rendering (visibility.go), for every frame: the page stays frozen from the
 	// layout to the end of the reads, so that the reads walk the runs the shots judged.
 	var verdicts map[string][]int
@@ -674,7 +655,17 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 	if !sameOrigin(reads[mainID].URL, opened) {
 		return nil, "", ErrPageChanged
 	}
-	// Every frame again, after the read: a frame or field added while the frames were read.
+	// Every frame again, after the read and once the page is quiet: a frame or field added while
+	// the frames were read, or by a script that ran when a request answered. A frozen page runs
+	// what it missed once thawed: when the route saw a request start or end since the read began,
+	// the quiet is counted from now.
+	var since time.Time
+	if s.lastActive.Load() >= start.UnixNano() {
+		since = time.Now()
+	}
+	if why, _, err := s.quiet(ctx, v, since, true); err != nil || why != "" {
+		return nil, why, err
+	}
 	after, err := s.view(ctx, v)
 	v = after // its sessions, reused, are closed with it
 	if err != nil {

@@ -48,21 +48,22 @@ var launchArgs = []string{
 // decided by the policy; pages are read in an isolated world. Open, Read, Links, Fields and
 // Screenshot are serialized; Close may be called at any time, from any goroutine.
 type Session struct {
-	rt      *Runtime
-	ownRT   bool
-	pol     *policy.Policy
-	cfg     config
-	bctx    playwright.BrowserContext
-	page    playwright.Page
-	profile string
-	fetcher *fetcher
-	budget  *budget
-	sink    *sink
-	world   string // name of the reader's isolated world
-	timers  string // name of init.js's pending-timers function in the main world
-	version string
-	pid     int
-	ua      string // the browser's User-Agent, sent on the bridge's own document fetches
+	rt       *Runtime
+	ownRT    bool
+	pol      *policy.Policy
+	cfg      config
+	bctx     playwright.BrowserContext
+	page     playwright.Page
+	profile  string
+	fetcher  *fetcher
+	budget   *budget
+	sink     *sink
+	world    string // name of the reader's isolated world
+	watch    string // name of init.js's watch function in the main world (watch.go)
+	watchKey string // the key that drains the watch's descriptions
+	version  string
+	pid      int
+	ua       string // the browser's User-Agent, sent on the bridge's own document fetches
 
 	done      chan struct{} // closed when the session closes
 	closeOnce sync.Once
@@ -136,7 +137,7 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 		return nil, fmt.Errorf("launch: %w", err)
 	}
 	s = &Session{rt: rt, pol: pol, cfg: cfg, done: make(chan struct{}), world: "browser-agent-reader-" + randomHex(8),
-		timers: "__ba_" + randomHex(8), budget: newBudget(pol.Limits(), cfg.bodyCap)}
+		watch: "__ba_" + randomHex(8), watchKey: randomHex(16), budget: newBudget(pol.Limits(), cfg.bodyCap)}
 	defer func() {
 		if err != nil {
 			_ = s.Close()
@@ -220,7 +221,7 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 // its page (closing any other). Routes are in place before the page exists, so that no request
 // of it is ever unrouted.
 func (s *Session) setupPage() error {
-	script := strings.ReplaceAll(initScript, "__BA_TIMERS__", s.timers)
+	script := strings.NewReplacer("__BA_WATCH__", s.watch, "__BA_KEY__", s.watchKey).Replace(initScript)
 	if err := s.bctx.AddInitScript(playwright.Script{Content: playwright.String(script)}); err != nil {
 		return fmt.Errorf("launch: init script: %w", err)
 	}
@@ -526,7 +527,11 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("credential scan: %w", err)
 	}
-	cred, err := s.checkCredentials(ctx, v)
+	// The watch first: a field that came and went since the last check withholds the page too.
+	cred, _, err := s.quiet(ctx, v, time.Time{}, false)
+	if err == nil && cred == "" {
+		cred, err = s.checkCredentials(ctx, v)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("credential scan: %w", err)
 	}
@@ -628,15 +633,35 @@ func (s *Session) Fields(ctx context.Context) (fields []Field, err error) {
 }
 
 // Screenshot returns a PNG of the current page's viewport. A page with a credential field is not
-// shot.
+// shot, and a shot is handed over only when the page, quiet again, still shows none (a field that
+// appeared while it was taken may be in it).
 func (s *Session) Screenshot(ctx context.Context) (png []byte, err error) {
-	err = s.withPage(ctx, "screenshot", func(ctx context.Context, _ *pageState) error {
+	err = s.withPage(ctx, "screenshot", func(ctx context.Context, st *pageState) error {
 		b, err := s.page.Screenshot(playwright.PageScreenshotOptions{
 			Type:    playwright.ScreenshotTypePng,
 			Timeout: playwright.Float(msUntil(deadlineOf(ctx))),
 		})
 		if err != nil {
 			return fmt.Errorf("screenshot: %w", err)
+		}
+		v, err := s.view(ctx, nil)
+		defer func() { v.close() }()
+		if err != nil {
+			return fmt.Errorf("screenshot: credential scan: %w", err)
+		}
+		why, _, err := s.quiet(ctx, v, time.Now(), true)
+		if err == nil && why == "" {
+			if v, err = s.view(ctx, v); err == nil {
+				why, err = s.checkCredentials(ctx, v)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("screenshot: credential scan: %w", err)
+		}
+		if why != "" {
+			s.pages.withhold(st)
+			s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(st.url), why)
+			return fmt.Errorf("screenshot: %w", ErrCredentialRequired)
 		}
 		png = b
 		return nil

@@ -1,6 +1,7 @@
 // browser-agent reader. The bridge calls this function with Runtime.callFunctionOn in an isolated
 // world it created for one frame, so the page's scripts can neither see nor patch it (they share
-// the DOM, not the JavaScript globals). It never reads a form field's value.
+// the DOM, not the JavaScript globals). It never reads a form field's value: not an input's, and
+// not the text of an editable element (see editableField).
 //
 // opts: {closedCount, frameIds, textCap, linkCap, fieldCap, minFontPx}
 // handles: closedCount closed shadow roots (resolved by the bridge over CDP, since page script
@@ -505,6 +506,13 @@ function (opts, ...handles) {
     return true;
   };
 
+  const FIELD_ROLES = new Set(['textbox', 'searchbox']);
+  const editableField = (el) => {
+    if (el.isContentEditable) return true;
+    const role = el.getAttribute('role');
+    return !!role && role.toLowerCase().split(/\s+/).some((r) => FIELD_ROLES.has(r));
+  };
+
   const isBlock = (s) => {
     const d = s.display;
     return !(d.startsWith('inline') || d === 'contents' || d.startsWith('ruby') || d === 'table-cell');
@@ -547,6 +555,10 @@ function (opts, ...handles) {
       return;
     }
     if (SKIP.has(tag)) return;
+    // A field's value is never read: the text of an editable element (contenteditable, a
+    // document in design mode, role textbox or searchbox) is what a person typed or a page put
+    // in the field, whatever the field is named now or later.
+    if (editableField(el)) return;
     if (tag === 'dialog' && !el.open) return;
     if (tag === 'br') { st.emit(out, '\n'); return; }
     const s = cs(el);

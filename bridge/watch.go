@@ -1,0 +1,150 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The page's own view of its activity, from init.js, in every frame: the short timeouts it has
+// pending, the requests it has in flight (a fetch until its body is read, an XMLHttpRequest until
+// its loadend) and the credential watch, a MutationObserver that describes every editable element
+// that appears or changes (never its value). A read is handed over only when the page showed no
+// credential field before it and after it, "after" meaning once the page's requests, and the
+// short timers their answers start, are over (quiet): a field a script adds when a fetch or an
+// XHR answers, or when a frame loads, is on the page by then. The watch also reports a field that
+// came and went between two checks.
+
+// watchReport is what __BA_WATCH__ returns for one frame.
+type watchReport struct {
+	Timers   float64   `json:"timers"`   // ms until the last pending short timeout is due
+	Inflight int       `json:"inflight"` // the page's requests not yet settled
+	Overflow bool      `json:"overflow"` // more descriptions than the watch keeps between drains
+	Controls []control `json:"controls"` // editable elements seen since the last drain, as init.js describes them
+}
+
+// credential says why the report shows a credential field, or "".
+func (r *watchReport) credential() string {
+	for _, c := range r.Controls {
+		if why := credentialField(c); why != "" {
+			return why + " (seen by the watch)"
+		}
+	}
+	if r.Overflow {
+		return "more editable fields changed than the credential watch keeps"
+	}
+	return ""
+}
+
+// docRef is the document node of one frame, in the session that renders it.
+type docRef struct {
+	t       *target
+	backend int
+}
+
+// watchFrame drains the watch of one frame: __BA_WATCH__ called with the session's key in the
+// frame's main world (where init.js runs), on its document node. A frame init.js did not run in
+// (an initial about:blank) reports nothing: the DOM and reader checks still cover it.
+func (s *Session) watchFrame(ctx context.Context, v *pageView, frame string) (*watchReport, error) {
+	d, ok := v.docs[frame]
+	if !ok {
+		return &watchReport{}, nil
+	}
+	group := evalGroup(evalSeq.Add(1))
+	defer func() {
+		_ = cdpCall(ctx, d.t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
+	}()
+	var node struct {
+		Object struct {
+			ObjectID string `json:"objectId"`
+		} `json:"object"`
+	}
+	// No executionContextId: the node is resolved in its frame's main world.
+	if err := cdpCall(ctx, d.t.sess, "DOM.resolveNode", map[string]any{"backendNodeId": d.backend, "objectGroup": group}, &node); err != nil {
+		return nil, err
+	}
+	var res struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	// The name is a non-configurable, non-writable global (init.js): a page can neither replace
+	// it nor shadow it with a declaration of its own.
+	fn := "function (k) { return typeof " + s.watch + " === 'function' ? " + s.watch + "(k) : ''; }"
+	if err := cdpCall(ctx, d.t.sess, "Runtime.callFunctionOn", map[string]any{
+		"functionDeclaration": fn, "objectId": node.Object.ObjectID, "arguments": []map[string]any{{"value": s.watchKey}},
+		"returnByValue": true, "objectGroup": group,
+	}, &res); err != nil {
+		return nil, err
+	}
+	r := &watchReport{}
+	if res.Result.Value == "" {
+		return r, nil
+	}
+	if err := json.Unmarshal([]byte(res.Result.Value), r); err != nil {
+		return nil, fmt.Errorf("watch report: %w", err)
+	}
+	return r, nil
+}
+
+// maxQuietWait bounds quiet's wait for the page's requests and short timers.
+const maxQuietWait = 1500 * time.Millisecond
+
+// quietGrace is how long the route must have seen no request start or end, after since, before
+// the page is asked what it still has pending: the answer of the last request reaches the page's
+// callbacks in that time.
+const quietGrace = 60 * time.Millisecond
+
+// quiet drains the watch of every frame and, with wait, first waits (at most maxQuietWait) until
+// the page is quiet: no request in the route's handlers for quietGrace after since, none in
+// flight as any frame sees it, no short timer pending in any frame. It returns why the page is
+// withheld when the watch saw a credential field, else "", and whether it waited for a timer.
+// A frame whose watch cannot be read is logged (the DOM and reader checks still cover it).
+func (s *Session) quiet(ctx context.Context, v *pageView, since time.Time, wait bool) (why string, waited bool, err error) {
+	defer s.cfg.took("quiet", time.Now())
+	end := time.Now().Add(maxQuietWait)
+	for {
+		if wait {
+			for time.Now().Before(end) {
+				last := max(since.UnixNano(), s.lastActive.Load())
+				if s.inflight.Load() == 0 && time.Now().UnixNano()-last >= int64(quietGrace) {
+					break
+				}
+				if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+					return "", waited, err
+				}
+			}
+		}
+		var pending time.Duration
+		busy := false
+		for _, f := range v.frames {
+			r, err := s.watchFrame(ctx, v, f)
+			if err != nil {
+				if ctx.Err() != nil {
+					return "", waited, err
+				}
+				s.cfg.logf("bridge: frame not watched: %v", err)
+				continue
+			}
+			if why := r.credential(); why != "" {
+				return why, waited, nil
+			}
+			if r.Timers > 0 && r.Timers == r.Timers {
+				pending = max(pending, time.Duration(r.Timers*float64(time.Millisecond)))
+			}
+			busy = busy || r.Inflight > 0
+		}
+		if !wait || (pending <= 0 && !busy) {
+			return "", waited, nil
+		}
+		d := min(max(pending+10*time.Millisecond, 20*time.Millisecond), time.Until(end))
+		if d <= 0 {
+			return "", waited, nil
+		}
+		if err := sleepCtx(ctx, d); err != nil {
+			return "", waited, err
+		}
+		waited = true
+	}
+}
