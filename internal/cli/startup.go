@@ -57,9 +57,16 @@ func openStoreBounded(ctx context.Context, e *env, path string) (*audit.Store, e
 	if path == "" {
 		path = audit.DefaultPath()
 	}
-	return startup.Do(ctx, "audit store", "audit store "+path,
-		"check its disk, stop what holds it (fuser "+path+") or give another --db; "+fixDoctor,
-		func() (*audit.Store, error) { return openStore(e, path) })
+	fix := "check its disk, stop what holds it (fuser " + path + ") or give another --db; " + fixDoctor
+	open := func() (*audit.Store, error) { return openStore(e, path) }
+	store, err := startup.Do(ctx, "audit store", "audit store "+path, fix, open)
+	var in *coordinator.Interrupt
+	if err != nil && errors.As(context.Cause(ctx), &in) {
+		// A signal during this phase still leaves the run's row: the store is opened (within the
+		// phase's bound, not the signal's) so that the interruption can be recorded.
+		store, err = startup.Do(context.WithoutCancel(ctx), "audit store, to record the interruption", "audit store "+path, fix, open)
+	}
+	return store, err
 }
 
 // policyFileError is a policy file that cannot be read (not a mistake in it): the command fails
