@@ -65,8 +65,10 @@ type Interrupt struct {
 
 func (e *Interrupt) Error() string { return "interrupted: " + e.Why }
 
-// Launcher starts the browser a run drives and returns it with what stops it.
-type Launcher func(ctx context.Context) (Browser, io.Closer, error)
+// Launcher starts the browser a run (or an MCP session) drives, confined by pol, and returns it
+// with what stops it. The real one launches a guarded Chromium (internal/guarded through
+// internal/cli); tests use fakes. The command line, serve (web) and the MCP server all take one.
+type Launcher func(ctx context.Context, pol *policy.Policy) (Browser, io.Closer, error)
 
 // Rules of the coordinator's own decisions.
 const (
@@ -304,7 +306,7 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 		return r.finish(ctx, StatusError, "no browser")
 	}
 	if a.Browser == nil {
-		b, closer, err := a.Launch(ctx)
+		b, closer, err := a.Launch(ctx, c.pol)
 		if err != nil {
 			if ctx.Err() != nil {
 				status, reason := r.ctxStatus(ctx)

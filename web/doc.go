@@ -5,7 +5,7 @@
 // failing closed when the spend ledger cannot be read).
 //
 // It sits near the top, beside internal/mcpserver: it runs the coordinator with a guarded browser
-// per run (a Launcher) and records to the audit store; internal/cli's serve starts it. The side
+// per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it. The side
 // panel's render.js is generated from static/render.js (go generate ./web).
 //
 // Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
@@ -23,6 +23,6 @@
 // preset). admit names the run it admits under the admissions lock; no other is nested.
 //
 // Key types: Server (New; the page, the API and the SSE stream), Limits (the public-run limits),
-// Ledger (the spend ledger; *audit.Store), Launcher, RunSpec and Execute (one run and its
+// Ledger (the spend ledger; *audit.Store), RunSpec and Execute (one run and its
 // Moments), and Recording (a recorded real run played past the spend cap).
 package web

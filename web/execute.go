@@ -15,10 +15,6 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// Launcher starts the browser one run drives and returns it with what stops it. The real one
-// launches a guarded Chromium through the bridge; tests use fakes.
-type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error)
-
 // ModelFunc builds the model for one run.
 type ModelFunc func() (coordinator.Model, error)
 
@@ -61,7 +57,7 @@ type RunSpec struct {
 	Model  ModelFunc
 	// ModelName is recorded when the model cannot be built.
 	ModelName string
-	Launch    Launcher
+	Launch    coordinator.Launcher
 	// Options are passed to the coordinator (recorder, clock, deadline); Execute adds its own
 	// progress option.
 	Options []coordinator.Option
@@ -151,12 +147,12 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 	// The coordinator records the run as running before it launches the browser (write ahead),
 	// and closes the browser before it records the end. Each start phase is an event.
 	desc := ""
-	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+	ra.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 		if spec.Launch == nil {
 			return nil, nil, errors.New("no launcher")
 		}
 		emit(Moment{AtMS: at(), Phase: PhaseStarting})
-		b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), spec.Policy)
+		b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), pol)
 		if err != nil {
 			return nil, nil, err
 		}

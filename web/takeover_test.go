@@ -294,13 +294,13 @@ func TestTakeoverSignInRealBrowser(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		launch Launcher
+		launch coordinator.Launcher
 	}{{"bridge", realLaunch}, {"bridge and egress proxy", guardedLaunch}} {
 		t.Run(tc.name, func(t *testing.T) { takeoverSignIn(t, tc.launch) })
 	}
 }
 
-func takeoverSignIn(t *testing.T, launch Launcher) {
+func takeoverSignIn(t *testing.T, launch coordinator.Launcher) {
 	owner := xff("10.0.0.7")
 	logs := &logBuf{}
 	// What the model is given, as a transcript would hold it.

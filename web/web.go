@@ -96,7 +96,7 @@ func (l Limits) withDefaults() Limits {
 type Option func(*Server)
 
 // WithLauncher sets the browser each live run drives. Without it live runs end in an error.
-func WithLauncher(l Launcher) Option { return func(s *Server) { s.launch = l } }
+func WithLauncher(l coordinator.Launcher) Option { return func(s *Server) { s.launch = l } }
 
 // WithModel sets the model of live runs: name is recorded when f fails, f builds one per run.
 func WithModel(name string, f ModelFunc) Option {
@@ -169,7 +169,7 @@ func WithLogf(f func(format string, args ...any)) Option {
 // Server is the live demo's HTTP handler. Close stops its runs.
 type Server struct {
 	pol        *policy.Policy
-	launch     Launcher
+	launch     coordinator.Launcher
 	model      ModelFunc
 	modelName  string
 	rec        coordinator.Recorder

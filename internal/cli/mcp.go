@@ -58,7 +58,7 @@ func mcpCmd(e *env, args []string) error {
 	}
 	defer done()
 	srv, err := mcpserver.New(mcpserver.Config{
-		Policy: pol, Launch: mcpserver.Launcher(launchMCP), Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
+		Policy: pol, Launch: launchMCP, Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
 		Logf: stderrLogf(e),
 	})
 	if err != nil {

@@ -22,11 +22,8 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// Launcher starts the browser a run drives and returns it with what stops it.
-type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error)
-
 // launchBrowser is the browser "browser-agent run" drives. Tests replace it with a fake.
-var launchBrowser Launcher = launchBridge
+var launchBrowser coordinator.Launcher = launchBridge
 
 // startDemo starts the embedded demo site for a run without --policy. Tests wrap it.
 var startDemo = func(ctx context.Context) (*demosite.Server, error) {
@@ -81,8 +78,8 @@ type RunConfig struct {
 	Transcript    string // "" writes none
 	UpstreamRoots string // PEM file of authorities the egress proxy trusts besides the system's ($BROWSER_AGENT_UPSTREAM_ROOTS)
 	OpenAI        OpenAIConfig
-	Debug         bool     // launch failures in full on Stderr ($BROWSER_AGENT_DEBUG)
-	Launch        Launcher // the run's browser; nil: launchBrowser (a driver and Chromium of the run's own)
+	Debug         bool                 // launch failures in full on Stderr ($BROWSER_AGENT_DEBUG)
+	Launch        coordinator.Launcher // the run's browser; nil: launchBrowser (a driver and Chromium of the run's own)
 
 	Stdout, Stderr io.Writer
 }
@@ -195,7 +192,7 @@ func runTask(ctx context.Context, e *env, cfg RunConfig, sigs *signals) error {
 	if launch == nil {
 		launch = launchBrowser
 	}
-	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+	ra.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 		b, closer, err := launch(ctx, pol)
 		if err != nil && cfg.Debug {
 			fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)

@@ -18,9 +18,6 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// Launcher starts one session's browser and returns it with what stops it.
-type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error)
-
 // Defaults of Config.
 const (
 	DefaultIdleTimeout = 10 * time.Minute
@@ -29,9 +26,9 @@ const (
 
 // Config configures a Server.
 type Config struct {
-	Policy *policy.Policy // required
-	Launch Launcher       // required: the guarded browser of one session
-	Store  *audit.Store   // the audit store; nil records nothing (tests only)
+	Policy *policy.Policy       // required
+	Launch coordinator.Launcher // required: the guarded browser of one session
+	Store  *audit.Store         // the audit store; nil records nothing (tests only)
 	// IdleTimeout closes a session's browser after this long without a call (default
 	// DefaultIdleTimeout); the next call starts a new browser and a new audit run.
 	IdleTimeout time.Duration
