@@ -29,14 +29,16 @@ const (
 
 // Argument limits.
 const (
-	MaxQueryLength = 200     // search_site query, in characters
-	MaxURLLength   = 2048    // open_url url, in bytes
-	MaxOffset      = 1 << 26 // read_page offset
-	maxArgsBytes   = 8 << 10 // a tool call's whole arguments object
-	maxLinks       = 300     // links given to the model per page
-	maxFields      = 200     // fields given to the model per page
-	maxLinkText    = 200     // bytes of one link's text given to the model
-	maxFieldBytes  = 2000    // bytes of one label or value given to the model
+	MaxQueryLength = 200 // search_site query, in characters
+	// MaxURLArgLength bounds, in bytes, the url argument of open_url and a link's URL shown to the
+	// model: a tool-call limit, well under policy.MaxURLLength (the longest URL the policy parses).
+	MaxURLArgLength = 2048
+	MaxOffset       = 1 << 26 // read_page offset
+	maxArgsBytes    = 8 << 10 // a tool call's whole arguments object
+	maxLinks        = 300     // links given to the model per page
+	maxFields       = 200     // fields given to the model per page
+	maxLinkText     = 200     // bytes of one link's text given to the model
+	maxFieldBytes   = 2000    // bytes of one label or value given to the model
 )
 
 // Tool-result statuses, as the model sees them.
@@ -94,12 +96,12 @@ func Tools(pol *policy.Policy) []ToolSpec {
 		{
 			Name:        ToolSearchSite,
 			Description: "Search the approved site for the task's record ID (the only query allowed). Opens the site's search page and returns it like open_url.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":200,"description":` + string(q) + `}},"required":["query"],"additionalProperties":false}`),
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxQueryLength) + `,"description":` + string(q) + `}},"required":["query"],"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolOpenURL,
 			Description: "Open a page on the approved site (read only): a link by its number n from the last list_links, a URL a page or search result of this run showed, or one of the site's own routes filled with the task's record ID. A URL you write yourself is refused. Returns the final URL, title, HTTP status, the first chunk of visible text and whether more follows, or the denial and its reason.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":2048,"description":"absolute URL, or relative to the current page"},"link":{"type":"integer","minimum":1,"description":"the number n of a link from the last list_links"}},"additionalProperties":false}`),
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":` + strconv.Itoa(MaxURLArgLength) + `,"description":"absolute URL, or relative to the current page"},"link":{"type":"integer","minimum":1,"description":"the number n of a link from the last list_links"}},"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolReadPage,
@@ -260,8 +262,8 @@ func checkURLArg(args map[string]json.RawMessage) (string, error) {
 	switch {
 	case u == "":
 		return "", errors.New("argument \"url\" is empty")
-	case len(u) > MaxURLLength:
-		return "", fmt.Errorf("argument \"url\" is longer than %d bytes", MaxURLLength)
+	case len(u) > MaxURLArgLength:
+		return "", fmt.Errorf("argument \"url\" is longer than %d bytes", MaxURLArgLength)
 	case hasControl(u) || strings.ContainsFunc(u, unicode.IsSpace):
 		return "", errors.New("argument \"url\" contains white space or control characters")
 	}
@@ -694,7 +696,7 @@ func (r *run) links(ctx context.Context) outcome {
 			ld.N = i + 1
 		}
 		// The coordinator decides each link itself; the browser's verdict is not trusted.
-		if l.URL != "" && len(l.URL) <= MaxURLLength {
+		if l.URL != "" && len(l.URL) <= MaxURLArgLength {
 			d, err := r.c.pol.Decide(policy.DecideArgs{Method: "GET", URL: l.URL, Base: url})
 			if err == nil {
 				ld.Allowed, ld.Reason = d.Allowed(), d.Reason
@@ -703,7 +705,7 @@ func (r *run) links(ctx context.Context) outcome {
 				}
 			}
 		} else {
-			ld.URL = policy.Clip(l.URL, MaxURLLength)
+			ld.URL = policy.Clip(l.URL, MaxURLArgLength)
 		}
 		if ld.Allowed {
 			r.show(ld.URL) // a link the page presented: open_url may open it, by URL or number
