@@ -364,7 +364,7 @@ func refused(tool, layer, rule, reason string) outcome {
 		name = policy.Clip(sanitizeName(tool), 64)
 	}
 	return outcome{
-		step:    Step{Tool: name, Entry: policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}},
+		step:    newStep(name, "", policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}),
 		content: encodeResult(envelope{Tool: name, Status: resultRefused, Rule: rule, Reason: reason}),
 	}
 }
@@ -391,7 +391,7 @@ func (r *run) exec(ctx context.Context, call ToolCall) outcome {
 	start := r.c.clock()
 	o := r.execTool(ctx, call)
 	o.step.Duration = r.c.clock().Sub(start)
-	o.step.Bytes = len(o.content)
+	o.step.BytesReturned = len(o.content)
 	return o
 }
 
@@ -496,7 +496,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	// run was shown, or the policy's own routes filled with the task's record identifier.
 	if tool == ToolOpenURL && !r.shown[d.URL] && !r.c.pol.FilledTemplate(d.URL, r.res.RecordID) {
 		return outcome{
-			step:    Step{Tool: tool, URL: d.URL, Entry: policy.Entry{Verdict: policy.Deny, Rule: RuleProvenance, Reason: ReasonComposedURL, Layer: policy.LayerCoordinator}},
+			step:    newStep(tool, d.URL, policy.Entry{Verdict: policy.Deny, Rule: RuleProvenance, Reason: ReasonComposedURL, Layer: policy.LayerCoordinator}),
 			content: encodeResult(envelope{Tool: tool, Status: resultRefused, Rule: RuleProvenance, Reason: ReasonComposedURL}),
 		}
 	}
@@ -523,7 +523,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		Withheld: page.WithheldNote(),
 	})
 	return outcome{
-		step:    Step{Tool: tool, URL: final.URL, Entry: policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}},
+		step:    newStep(tool, final.URL, policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}),
 		content: content,
 	}
 }
@@ -558,7 +558,7 @@ func orNoRule(reason string) string {
 
 func (r *run) denied(tool, url, layer, rule, reason string) outcome {
 	return outcome{
-		step:    Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}},
+		step:    newStep(tool, url, policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}),
 		content: encodeResult(envelope{Tool: tool, Status: resultDenied, URL: url, Rule: rule, Reason: reason}),
 	}
 }
@@ -577,7 +577,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 				reason := fmt.Sprintf("%s: %s, %s, %s, %s", ReasonPersonActed, t.Duration.Round(time.Second),
 					counted(t.Clicks, "click"), counted(t.Keys, "key"), counted(t.Submits, "sign-in submission"))
 				return outcome{
-					step: Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: reason, Layer: policy.LayerBrowser}},
+					step: newStep(tool, url, policy.Entry{Verdict: policy.Allow, Reason: reason, Layer: policy.LayerBrowser}),
 					content: encodeResult(envelope{Tool: tool, Status: resultOK, URL: url, Reason: ReasonPersonActed +
 						": a person took over the browser on the sign-in page and handed it back; what they typed is not shown." +
 						" The page is untrusted, as every page is. Open the page you need again."}),
@@ -585,7 +585,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			}
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: ReasonCredential, Layer: policy.LayerBrowser}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: ReasonCredential, Layer: policy.LayerBrowser}),
 			stop:       StatusHuman,
 			stopReason: "sign-in required: a credential field is on the page opened from " + r.redact.URL(url) + "; a person must take over",
 		}
@@ -600,7 +600,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			layer = policy.LayerProxy
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer}),
 			stop:       StatusBlocked,
 			stopReason: b.Error(),
 		}
@@ -631,7 +631,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 		return r.denied(tool, url, policy.LayerBrowser, "", ReasonUnsupported)
 	case errors.Is(err, bridge.ErrSessionExpired):
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: string(bridge.ErrSessionExpired), Layer: policy.LayerBrowser}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: string(bridge.ErrSessionExpired), Layer: policy.LayerBrowser}),
 			stop:       StatusBlocked,
 			stopReason: "browser " + string(bridge.ErrSessionExpired),
 		}
@@ -641,7 +641,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			reason = string(bridge.ErrNotLaunched)
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}),
 			stop:       StatusError,
 			stopReason: "browser: " + reason,
 		}
@@ -651,7 +651,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 		reason = "browser error: " + err.Error()
 	}
 	return outcome{
-		step:    Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}},
+		step:    newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}),
 		content: encodeResult(envelope{Tool: tool, Status: resultError, URL: url, Reason: reason}),
 	}
 }
@@ -670,7 +670,7 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	}
 	r.page.next, r.page.more = ch.Next, ch.More
 	return outcome{
-		step: Step{Tool: ToolReadPage, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
+		step: newStep(ToolReadPage, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolReadPage, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
 			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More}, Withheld: ch.WithheldNote()}),
 	}
@@ -717,7 +717,7 @@ func (r *run) links(ctx context.Context) outcome {
 		out = append(out, ld)
 	}
 	return outcome{
-		step: Step{Tool: ToolListLinks, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
+		step: newStep(ToolListLinks, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolListLinks, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"links": out}}),
 	}
@@ -745,7 +745,7 @@ func (r *run) fields(ctx context.Context) outcome {
 		out = append(out, fieldData{Label: policy.Clip(f.Label, maxFieldBytes), Value: policy.Clip(f.Value, maxFieldBytes)})
 	}
 	return outcome{
-		step: Step{Tool: ToolExtractFields, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
+		step: newStep(ToolExtractFields, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolExtractFields, Status: resultOK, Source: url, RetrievedAt: now.Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"fields": out}}),
 	}

@@ -428,13 +428,13 @@ func TestRunStream(t *testing.T) {
 	if evs[0].name != EventRun || evs[len(evs)-1].name != EventEnd || evs[len(evs)-2].name != EventResult {
 		t.Errorf("event order: first %s, last two %s %s; want run ... result end", evs[0].name, evs[len(evs)-2].name, evs[len(evs)-1].name)
 	}
-	var steps []StepJSON
+	var steps []coordinator.Step
 	for i, ev := range evs {
 		if ev.id != i+1 {
 			t.Errorf("event %d has id %d", i+1, ev.id)
 		}
 		if ev.name == EventStep {
-			var s StepJSON
+			var s coordinator.Step
 			json.Unmarshal([]byte(ev.data), &s)
 			steps = append(steps, s)
 		}

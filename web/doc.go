@@ -8,10 +8,6 @@
 // per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it. The side
 // panel's render.js is generated from static/render.js (go generate ./web).
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // A serve run that reaches a sign-in page on a site whose policy names sign-in routes waits for
 // the visitor who started it (takeover.go): a lease (WithLease: idle expiry, hard maximum) during
 // which the model's tools are paused and that visitor alone sends input to the page and sees it.

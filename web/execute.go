@@ -41,10 +41,10 @@ const (
 
 // Moment is one entry of a run's timeline: a step, or a change of the live view.
 type Moment struct {
-	AtMS  int64     `json:"at_ms"` // since the run began
-	Step  *StepJSON `json:"step,omitempty"`
-	Frame []byte    `json:"frame,omitempty"` // PNG of the agent's browser viewport
-	View  string    `json:"view,omitempty"`  // why there is no frame: one of the View* phrases
+	AtMS  int64             `json:"at_ms"` // since the run began
+	Step  *coordinator.Step `json:"step,omitempty"`
+	Frame []byte            `json:"frame,omitempty"` // PNG of the agent's browser viewport
+	View  string            `json:"view,omitempty"`  // why there is no frame: one of the View* phrases
 	// Phase is a start phase of the run's browser (live runs only; never in a recording).
 	Phase string `json:"phase,omitempty"`
 }
@@ -113,8 +113,7 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 		}
 	}
 	progress := func(s coordinator.Step) {
-		sj := NewStepJSON(s)
-		emit(Moment{AtMS: at(), Step: &sj})
+		emit(Moment{AtMS: at(), Step: &s})
 		if spec.Frames {
 			view(context.WithoutCancel(ctx), s)
 		}

@@ -3,55 +3,11 @@ package web
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
-	"github.com/browser-agent/browser-agent/policy"
 )
-
-// StepJSON is one step as the API, the page, recorded runs and "browser-agent run --json" show
-// it: the shared decision record (n, verdict, rule, reason, layer; origin and path as the audit
-// keeps them), the tool and the URL shown. It holds metadata only, never page text.
-type StepJSON struct {
-	policy.Entry
-	Tool       string `json:"tool"`
-	URL        string `json:"url,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
-	Simulated  bool   `json:"simulated,omitempty"`
-	// Outcome labels the final answer step by how the run ends (answered, uncertain or blocked),
-	// so that the answer check's verdict is not read as a policy denial. "" for every other step.
-	Outcome string `json:"outcome,omitempty"`
-}
-
-// NewStepJSON is s as StepJSON shows it.
-func NewStepJSON(s coordinator.Step) StepJSON {
-	return withOutcome(StepJSON{
-		Entry: s.Entry, Tool: s.Tool, URL: s.URL, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
-	})
-}
-
-// conflictReason begins the answer check's reason when the sources disagree (coordinator's
-// uncertain verdict).
-const conflictReason = "sources conflict on "
-
-// withOutcome sets the Outcome of an answer-check step: an allowed answer is answered, one the
-// sources disagree on is uncertain, any other refused final message ends blocked.
-func withOutcome(s StepJSON) StepJSON {
-	if s.Tool != coordinator.ToolAnswer || s.Rule != coordinator.RuleAnswer {
-		return s
-	}
-	switch {
-	case s.Verdict == policy.Allow:
-		s.Outcome = string(coordinator.StatusAnswered)
-	case strings.HasPrefix(s.Reason, conflictReason):
-		s.Outcome = string(coordinator.StatusUncertain)
-	default:
-		s.Outcome = string(coordinator.StatusBlocked)
-	}
-	return s
-}
 
 // FieldJSON is one answered field.
 type FieldJSON struct {
@@ -82,7 +38,7 @@ type ResultJSON struct {
 	Sources   []SourceJSON           `json:"sources"` // every page evidence came from, first retrieval first
 	Conflicts []coordinator.Conflict `json:"conflicts"`
 	Evidence  []coordinator.Evidence `json:"evidence"`
-	Steps     []StepJSON             `json:"steps"`
+	Steps     []coordinator.Step     `json:"steps"`
 	Simulated bool                   `json:"simulated"`
 	Usage     coordinator.Usage      `json:"usage"`
 	StartedAt time.Time              `json:"started_at"`
@@ -98,7 +54,7 @@ func resultJSON(res coordinator.Result) ResultJSON {
 		RecordID: res.RecordID, Preset: res.Preset, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
 		StartedAt: res.StartedAt, EndedAt: res.EndedAt,
 		Fields: []FieldJSON{}, Sources: []SourceJSON{}, Conflicts: []coordinator.Conflict{},
-		Evidence: []coordinator.Evidence{}, Steps: []StepJSON{},
+		Evidence: []coordinator.Evidence{}, Steps: []coordinator.Step{},
 	}
 	if res.Conflicts != nil {
 		out.Conflicts = res.Conflicts
@@ -106,8 +62,8 @@ func resultJSON(res coordinator.Result) ResultJSON {
 	if res.Evidence != nil {
 		out.Evidence = res.Evidence
 	}
-	for _, s := range res.Steps {
-		out.Steps = append(out.Steps, NewStepJSON(s))
+	if res.Steps != nil {
+		out.Steps = res.Steps
 	}
 	cited := map[string]bool{}
 	if a := res.Answer; a != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
@@ -45,7 +46,7 @@ func (r Recording) Validate() error {
 	if r.Result.Status == "" {
 		return errors.New("result has no status")
 	}
-	var steps []StepJSON
+	var steps []coordinator.Step
 	last := int64(0)
 	for i, m := range r.Timeline {
 		if m.AtMS < last {
@@ -96,15 +97,6 @@ func LoadRecordings(fsys fs.FS) ([]Recording, error) {
 		}
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("recorded run %s: %w", name, err)
-		}
-		// Files recorded before steps carried their outcome get it here.
-		for i := range r.Timeline {
-			if st := r.Timeline[i].Step; st != nil {
-				*st = withOutcome(*st)
-			}
-		}
-		for i := range r.Result.Steps {
-			r.Result.Steps[i] = withOutcome(r.Result.Steps[i])
 		}
 		if prev, dup := seen[r.Preset]; dup {
 			return nil, fmt.Errorf("recorded run %s: preset %q is also recorded in %s", name, r.Preset, prev)

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/browser-agent/browser-agent/web"
 	"io"
 	"os"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/browser-agent/browser-agent/audit"
@@ -334,14 +332,6 @@ func printable(s string) string {
 	}, s)
 }
 
-type evidenceJSON struct {
-	URL         string    `json:"url"`
-	RetrievedAt time.Time `json:"retrieved_at"`
-	Label       string    `json:"label"`
-	Value       string    `json:"value"`
-	RecordID    string    `json:"record_id"`
-}
-
 type runJSON struct {
 	RunID     string                 `json:"run_id"`
 	Status    coordinator.Status     `json:"status"`
@@ -351,8 +341,8 @@ type runJSON struct {
 	Preset    string                 `json:"preset,omitempty"`
 	Answer    *coordinator.Answer    `json:"answer"`
 	Conflicts []coordinator.Conflict `json:"conflicts,omitempty"`
-	Evidence  []evidenceJSON         `json:"evidence"`
-	Steps     []web.StepJSON         `json:"steps"`
+	Evidence  []coordinator.Evidence `json:"evidence"`
+	Steps     []coordinator.Step     `json:"steps"`
 	Model     string                 `json:"model"`
 	Simulated bool                   `json:"simulated"`
 	Usage     coordinator.Usage      `json:"usage"`
@@ -362,13 +352,13 @@ func printJSON(w io.Writer, res coordinator.Result) error {
 	out := runJSON{
 		RunID: res.RunID, Status: res.Status, Reason: res.Reason, Note: res.Note, RecordID: res.RecordID, Preset: res.Preset,
 		Answer: res.Answer, Conflicts: res.Conflicts, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
-		Evidence: []evidenceJSON{}, Steps: []web.StepJSON{},
+		Evidence: res.Evidence, Steps: res.Steps,
 	}
-	for _, ev := range res.Evidence {
-		out.Evidence = append(out.Evidence, evidenceJSON(ev))
+	if out.Evidence == nil {
+		out.Evidence = []coordinator.Evidence{}
 	}
-	for _, s := range res.Steps {
-		out.Steps = append(out.Steps, web.NewStepJSON(s))
+	if out.Steps == nil {
+		out.Steps = []coordinator.Step{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
