@@ -187,13 +187,13 @@ func TestPresetsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(pol, WithLedger(newLedger()))
+	s, err := New(pol, withDemo(), WithLedger(newLedger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	for _, p := range s.presetsJSON() {
-		if p.Name == "sign-in" && (p.ExpectSignedIn != "" || p.Shows != presetShows["sign-in"]) {
+		if want, _ := presets.ByName("sign-in"); p.Name == "sign-in" && (p.ExpectSignedIn != "" || p.Shows != want.Shows) {
 			t.Errorf("sign-in preset without a takeover: %+v", p)
 		}
 	}

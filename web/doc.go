@@ -1,12 +1,14 @@
-// Package web serves the live demo: one page with the five presets, a task box, a live view of the
+// Package web serves the live demo: one page with the presets it is given, a task box, a live view of the
 // agent's browser, the steps as they happen and the result; a JSON API with a Server-Sent Events
 // stream for the page, the Chrome side panel and scripts; and the public-run limits (one run at a
 // time, runs per visitor per hour, a daily model-spend cap after which a recorded real run plays,
 // failing closed when the spend ledger cannot be read).
 //
 // It sits near the top, beside internal/mcpserver: it runs the coordinator with a guarded browser
-// per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it. The side
-// panel's render.js is generated from static/render.js (go generate ./web).
+// per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it
+// and hands it the demo as data (WithPresets, WithFieldOrder: demo-site/presets), so web knows no
+// site (internal/layering holds it to that). The side panel's render.js is
+// generated from static/render.js (go generate ./web).
 //
 // A serve run that reaches a sign-in page on a site whose policy names sign-in routes waits for
 // the visitor who started it (takeover.go): a lease (WithLease: idle expiry, hard maximum) during

@@ -11,7 +11,6 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -53,8 +52,11 @@ type Moment struct {
 type RunSpec struct {
 	Policy *policy.Policy
 	Task   string
-	Preset presets.Preset // the zero Preset for a typed task
-	Model  ModelFunc
+	Preset coordinator.Preset // the zero Preset for a typed task
+	// FieldOrder orders the answer's fields in a captured recording (Capture; see
+	// coordinator.Answer.Labels).
+	FieldOrder []string
+	Model      ModelFunc
 	// ModelName is recorded when the model cannot be built.
 	ModelName string
 	Launch    coordinator.Launcher

@@ -2,11 +2,9 @@ package web
 
 import (
 	"encoding/json"
-	"slices"
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // FieldJSON is one answered field.
@@ -45,10 +43,8 @@ type ResultJSON struct {
 	EndedAt   time.Time              `json:"ended_at"`
 }
 
-// fieldOrder is the demo site's field order; other labels follow alphabetically.
-var fieldOrder = []string{"Record ID", "Name", "Status", "Region", "Owner", "Updated"}
-
-func resultJSON(res coordinator.Result) ResultJSON {
+// resultJSON is res as the API shows it, the answer's fields in order (coordinator.Answer.Labels).
+func resultJSON(res coordinator.Result, order []string) ResultJSON {
 	out := ResultJSON{
 		RunID: res.RunID, Status: res.Status, Reason: res.Reason, Note: res.Note, Task: res.Task,
 		RecordID: res.RecordID, Preset: res.Preset, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
@@ -67,22 +63,9 @@ func resultJSON(res coordinator.Result) ResultJSON {
 	}
 	cited := map[string]bool{}
 	if a := res.Answer; a != nil {
-		for l, v := range a.Fields {
-			out.Fields = append(out.Fields, FieldJSON{Label: l, Value: v})
+		for _, l := range a.Labels(order) {
+			out.Fields = append(out.Fields, FieldJSON{Label: l, Value: a.Fields[l]})
 		}
-		slices.SortFunc(out.Fields, func(x, y FieldJSON) int {
-			ix, iy := rank(x.Label), rank(y.Label)
-			if ix != iy {
-				return ix - iy
-			}
-			if x.Label < y.Label {
-				return -1
-			}
-			if x.Label > y.Label {
-				return 1
-			}
-			return 0
-		})
 		for _, s := range a.Sources {
 			cited[s] = true
 		}
@@ -101,13 +84,6 @@ func resultJSON(res coordinator.Result) ResultJSON {
 	return out
 }
 
-func rank(label string) int {
-	if i := slices.Index(fieldOrder, label); i >= 0 {
-		return i
-	}
-	return len(fieldOrder)
-}
-
 // PresetJSON is a preset as GET /api/presets lists it.
 type PresetJSON struct {
 	Name  string `json:"name"`
@@ -124,18 +100,6 @@ type PresetJSON struct {
 	Simulated      bool               `json:"simulated"`
 }
 
-// presetShows is what each preset's run shows, as its card says; the sign-in preset's text
-// depends on whether the takeover is offered (presetShowsSignIn).
-var presetShows = map[string]string{
-	"lookup":              "The agent searches the site, reads record SYN-0042 and its registry B copy, and answers; every value is checked against both pages.",
-	"blocked-write":       "A delete link, scripted in place of the model's first turn (a real model refuses to try it), is denied before the browser moves.",
-	"off-site":            "An open of https://example.com/, scripted in place of the model's first turn, is denied: only the approved site is reachable.",
-	"sign-in":             "The record is behind a sign-in page: the run stops there and the agent reads nothing of the page.",
-	"conflicting-sources": "The record and its registry B copy disagree: the answer is withheld and the values are shown side by side.",
-}
-
-const presetShowsSignIn = "The record is behind a sign-in page: the run pauses and the agent reads nothing of it. You can take over, sign in with the demo credential the page shows, and hand back; the agent then reads the record."
-
 // presetsJSON lists the presets as this server runs them: a preset that stops at a sign-in page
 // ends answered once the visitor signs in, when the policy offers the takeover.
 func (s *Server) presetsJSON() []PresetJSON {
@@ -144,10 +108,13 @@ func (s *Server) presetsJSON() []PresetJSON {
 		takeover = takeover || len(site.SignIn) > 0
 	}
 	var out []PresetJSON
-	for _, p := range presets.All() {
-		pj := PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Shows: presetShows[p.Name], Expect: p.Expect, Simulated: p.Simulated}
+	for _, p := range s.offered {
+		pj := PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Shows: p.Shows, Expect: p.Expect, Simulated: p.Simulated}
 		if takeover && p.Expect == coordinator.StatusHuman {
-			pj.Shows, pj.ExpectSignedIn = presetShowsSignIn, coordinator.StatusAnswered
+			pj.ExpectSignedIn = coordinator.StatusAnswered
+			if p.ShowsSignIn != "" {
+				pj.Shows = p.ShowsSignIn
+			}
 		}
 		out = append(out, pj)
 	}
@@ -155,12 +122,22 @@ func (s *Server) presetsJSON() []PresetJSON {
 }
 
 // presetNames are the presets' names, in the API's order.
-func presetNames() []string {
+func (s *Server) presetNames() []string {
 	var out []string
-	for _, p := range presets.All() {
+	for _, p := range s.offered {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// preset is the server's preset called name.
+func (s *Server) preset(name string) (coordinator.Preset, bool) {
+	for _, p := range s.offered {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return coordinator.Preset{}, false
 }
 
 func mustJSON(v any) []byte {

@@ -172,7 +172,7 @@ func TestLoad(t *testing.T) {
 	goBefore := runtime.NumGoroutine()
 	chromeBefore := agentBrowsers()
 	l := newLaunches(guardedLaunch)
-	s, err := New(testPol, WithLauncher(l.Launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+	s, err := New(testPol, withDemo(), WithLauncher(l.Launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
 		WithPrewarm(true), WithTrustedProxies(loopback), WithPlayback(0, 0))
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -134,6 +133,18 @@ func WithAllowedOrigins(origins ...string) Option {
 	}
 }
 
+// WithPresets sets the ready-made tasks the page offers and the API runs by name, in the page's
+// order (the demo's: demo-site/presets). Without it there are none: only typed tasks.
+func WithPresets(ps ...coordinator.Preset) Option {
+	return func(s *Server) { s.offered = append([]coordinator.Preset(nil), ps...) }
+}
+
+// WithFieldOrder sets the order an answer's fields are shown in: these labels first, the rest
+// alphabetically (the demo's: presets.FieldOrder). Without it, all alphabetically.
+func WithFieldOrder(labels ...string) Option {
+	return func(s *Server) { s.fieldOrder = append([]string(nil), labels...) }
+}
+
 // WithRecordings sets the recorded runs played instead of live ones (default: the embedded ones).
 func WithRecordings(recs []Recording) Option {
 	return func(s *Server) {
@@ -180,6 +191,8 @@ type Server struct {
 	limits     Limits
 	trusted    []netip.Prefix
 	origins    map[string]bool
+	offered    []coordinator.Preset
+	fieldOrder []string
 	recordings map[string]Recording
 	speed      float64
 	maxGap     time.Duration
@@ -237,6 +250,11 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 			return nil, fmt.Errorf("web: %w", err)
 		}
 		WithRecordings(recs)(s)
+	}
+	for _, r := range s.recordings {
+		if err := r.ofPreset(s.offered); err != nil {
+			return nil, fmt.Errorf("web: recorded run of preset %q: %w", r.Preset, err)
+		}
 	}
 	s.slots = make(chan struct{}, s.limits.Concurrent)
 	if err := s.restore(); err != nil {
@@ -320,7 +338,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 // startLive runs r in the background: it waits for a slot (when it was queued, re-checking the
 // ledger once it has one) and runs the task.
-func (s *Server) startLive(r *run, task string, preset presets.Preset) {
+func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 	waited := r.snapshot().State == StateQueued
 	go func() {
 		defer s.wg.Done()
@@ -383,7 +401,7 @@ func (s *Server) startLive(r *run, task string, preset presets.Preset) {
 		s.spend.charge(res.Usage.CostUSD)
 		<-s.slots
 		s.doneLive(r)
-		r.finish(resultJSON(res))
+		r.finish(resultJSON(res, s.fieldOrder))
 	}()
 }
 

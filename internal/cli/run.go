@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"unicode"
 
@@ -117,7 +116,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 
 // runTask is the run itself, shared by runCmd and Run. cfg has passed check.
 func runTask(ctx context.Context, e *env, cfg RunConfig, sigs *signals) error {
-	var preset presets.Preset
+	var preset coordinator.Preset
 	task := cfg.Task
 	if cfg.Preset != "" {
 		preset, _ = presets.ByName(cfg.Preset)
@@ -372,14 +371,11 @@ func printSummary(w io.Writer, res coordinator.Result) {
 	case coordinator.StatusAnswered:
 		a := res.Answer
 		p("answered: %s", a.RecordID)
-		labels := make([]string, 0, len(a.Fields))
+		labels := a.Labels(presets.FieldOrder)
 		width := 0
-		for l := range a.Fields {
-			labels = append(labels, l)
+		for _, l := range labels {
 			width = max(width, len(l))
 		}
-		slices.Sort(labels)
-		slices.SortStableFunc(labels, func(x, y string) int { return fieldOrder(x) - fieldOrder(y) })
 		for _, l := range labels {
 			p("  %-*s  %s", width, l, a.Fields[l])
 		}
@@ -412,13 +408,4 @@ func printSummary(w io.Writer, res coordinator.Result) {
 		steps = "step"
 	}
 	p("run %s, model %s, %d %s", res.RunID, res.Model, len(res.Steps), steps)
-}
-
-// fieldOrder keeps the demo site's field order first, then the rest alphabetically.
-func fieldOrder(label string) int {
-	order := []string{"Record ID", "Name", "Status", "Region", "Owner", "Updated"}
-	if i := slices.Index(order, label); i >= 0 {
-		return i - len(order)
-	}
-	return 0
 }
