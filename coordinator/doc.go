@@ -6,10 +6,6 @@
 // egress proxy in production, coordinator/browsertest in tests) and records through a Recorder
 // (the audit store). web, internal/mcpserver and internal/cli run it.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // Key types: Coordinator (New; Run runs a task, StartSession serves tool calls one at a time for
 // MCP), Model (the model behind the tools; coordinator/openai, coordinator/offline, Script for
 // scripted runs), Browser and Launcher, RunArgs and Result (Status, Answer, Evidence, Steps) and
