@@ -8,8 +8,10 @@
 //
 // Key types: Coordinator (New; Run runs a task, StartSession serves tool calls one at a time for
 // MCP), Model (the model behind the tools; coordinator/openai, coordinator/offline, Script for
-// scripted runs), Browser and Launcher, RunArgs and Result (Status, Answer, Evidence, Steps) and
-// Evidence.
+// scripted runs), Browser and Launcher (the one launcher type: web, internal/mcpserver and
+// internal/cli take one), RunArgs and Result (Status, Answer, Evidence, Steps), Step (one tool
+// call: the audit's step record plus Simulated; its JSON is the one view of a step), Evidence,
+// and Preset (a ready-made task; front ends take presets as data).
 //
 // It knows no site: the shape of a task (the record identifier's pattern and example, the labels
 // that name a record) is the policy's record key (policy.Record). Run owns the checks before any
