@@ -16,14 +16,13 @@ build: setup generate
 	$(GO) build -o bin/browser-agent ./cmd/browser-agent
 	$(GO) build -o bin/demo-site ./cmd/demo-site
 
-# extension/render.js and extension/stream.js are written from web/static/ (the side panel ships
-# the page's renderer and stream module).
+# extension/render.js is written from web/static/render.js (the side panel ships the page's renderer).
 generate:
 	$(GO) generate ./web
 
 # Fails when a generated file is not what go generate would write.
 gen-check:
-	$(GO) run ./web/internal/genrender -check web/static/render.js extension/render.js web/static/stream.js extension/stream.js
+	$(GO) run ./web/internal/genrender -check web/static/render.js extension/render.js
 
 # The main job: the lookup preset against the embedded demo site, with the offline planner.
 # A run that fails (exit 1: a part missing or broken) points at doctor, which checks each part.

@@ -1,7 +1,6 @@
 // sidepanel.js: presets, the step stream and the result from a browser-agent serve instance.
 // Everything from the server is set with textContent (see render.js).
-import { el, stepItem, apiError, runTitle, expectText, viewText, whole } from "./render.js";
-import { notice, createRun, follow, showBadges, showResult } from "./stream.js";
+import { el, stepItem, apiError, notice, createRun, follow, showBadges, showResult, runTitle, expectText, viewText, whole } from "./render.js";
 import { DEFAULT_SERVER } from "./config.js";
 
 const $ = (id) => document.getElementById(id);

@@ -21,9 +21,8 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 )
 
-// The side panel's renderer and stream module are the page's, written by go generate (make build
-// runs it).
-//go:generate go run ./internal/genrender static/render.js ../extension/render.js static/stream.js ../extension/stream.js
+// The side panel's renderer is the page's, written by go generate (make build runs it).
+//go:generate go run ./internal/genrender static/render.js ../extension/render.js
 
 //go:embed static
 var staticFS embed.FS

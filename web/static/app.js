@@ -1,8 +1,7 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
 import { showTakeover, showContent } from "./takeover.js";
-import { el, stepItem, apiError, plural, runsLeftText, runTitle, expectText, urlCode, viewText, whole } from "./render.js";
-import { notice, createRun, follow, showBadges, showResult } from "./stream.js";
+import { el, stepItem, apiError, notice, createRun, follow, showBadges, showResult, plural, runsLeftText, runTitle, expectText, urlCode, viewText, whole } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { id, es, info, done }

@@ -22,7 +22,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(dst)
-	if string(got) != header(src)+"export const a = 1;\n" {
+	if string(got) != header+"export const a = 1;\n" {
 		t.Errorf("copy: %q", got)
 	}
 	if err := run(src, dst, true); err != nil {
