@@ -163,12 +163,18 @@ func (r *run) moment(m Moment) {
 		delete(r.frames, r.fj.Seq-keepFrames)
 		r.emitLocked(EventFrame, r.fj)
 	default:
-		r.frame = nil
-		r.fj = r.whereLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View})
-		ev := r.fj
-		ev.Seq = 0
-		r.emitLocked(EventFrame, ev)
+		r.viewLocked(r.whereLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View}))
 	}
+}
+
+// viewLocked makes f, a view without a frame (f.View says why), the live view's, and sends it: the
+// event has no seq, as there is no frame to fetch.
+func (r *run) viewLocked(f FrameJSON) {
+	r.frame = nil
+	r.fj = f
+	ev := f
+	ev.Seq = 0
+	r.emitLocked(EventFrame, ev)
 }
 
 // atSignIn says the live view's page is the sign-in page at url, never shot: the run waits there
@@ -177,11 +183,7 @@ func (r *run) moment(m Moment) {
 func (r *run) atSignIn(url string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.frame = nil
-	r.fj = FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: ViewWithheld, URL: policy.CleanURL(url)}
-	ev := r.fj
-	ev.Seq = 0
-	r.emitLocked(EventFrame, ev)
+	r.viewLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: ViewWithheld, URL: policy.CleanURL(url)})
 }
 
 // finish records the result and ends the stream.
