@@ -107,7 +107,7 @@ func (s *Server) presetsJSON() []PresetJSON {
 	for _, site := range s.pol.Sites() {
 		takeover = takeover || len(site.SignIn) > 0
 	}
-	var out []PresetJSON
+	out := []PresetJSON{} // [] when the server offers none
 	for _, p := range s.offered {
 		pj := PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Shows: p.Shows, Expect: p.Expect, Simulated: p.Simulated}
 		if takeover && p.Expect == coordinator.StatusHuman {
