@@ -133,7 +133,7 @@ type Run struct {
 //
 // URL is the input: AddStep stores only its origin and path, never its query, fragment or userinfo.
 // Origin and Path are the outputs when a step is read back. When URL is "", AddStep derives them
-// from Origin+Path, with the same stripping. The Record's Method is not stored.
+// from Origin+Path, with the same stripping. The Entry's Method is not stored.
 type Step struct {
 	RunID string `json:"run_id"`
 	Tool  string `json:"tool"`

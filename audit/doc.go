@@ -7,10 +7,6 @@
 // It sits on policy, beside bridge and proxy; the coordinator records through its Recorder
 // interface, and web, internal/mcpserver and internal/cli open the Store.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // Key types: Store (Open, DefaultPath; BeginRun, AddStep, FinishRun, Runs, the spend ledger,
 // Check and RecoverCrashed after a crash), Run and Step (the rows), WriteError (a store that
 // cannot be written, saying what to do) and SchemaError.

@@ -17,10 +17,6 @@
 // credential watch of init.js reports a field that came and went between two checks, and the
 // reader never reads a field's value (an input's, or the text of an editable element).
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // A Session's state shared between its page operations and its route handlers is one small type
 // per job, each under its own lock (state.go): navState (the one navigation Open is making, the
 // sub-frame count), pageCache (the page opened last) and decisionLog (the request decisions).

@@ -170,6 +170,9 @@ type verdict struct {
 // ReasonAnswered is the reason of an answered run.
 const ReasonAnswered = "every claimed value matches evidence extracted from a cited source"
 
+// reasonConflict begins the answer check's reason when the sources disagree (uncertain).
+const reasonConflict = "sources conflict on "
+
 func unsupported(format string, args ...any) verdict {
 	return verdict{status: StatusBlocked, reason: "unsupported answer: " + fmt.Sprintf(format, args...)}
 }
@@ -297,7 +300,7 @@ func checkAnswer(pol *policy.Policy, recordID string, a Answer, evidence []Evide
 		}
 	}
 	if len(conflicts) > 0 {
-		return verdict{status: StatusUncertain, reason: "sources conflict on " + strings.Join(names, ", "), conflicts: conflicts}
+		return verdict{status: StatusUncertain, reason: reasonConflict + strings.Join(names, ", "), conflicts: conflicts}
 	}
 	fields := make(map[string]string, len(a.Fields))
 	for l, v := range a.Fields {

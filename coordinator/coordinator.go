@@ -65,8 +65,10 @@ type Interrupt struct {
 
 func (e *Interrupt) Error() string { return "interrupted: " + e.Why }
 
-// Launcher starts the browser a run drives and returns it with what stops it.
-type Launcher func(ctx context.Context) (Browser, io.Closer, error)
+// Launcher starts the browser a run (or an MCP session) drives, confined by pol, and returns it
+// with what stops it. The real one launches a guarded Chromium (internal/guarded through
+// internal/cli); tests use fakes. The command line, serve (web) and the MCP server all take one.
+type Launcher func(ctx context.Context, pol *policy.Policy) (Browser, io.Closer, error)
 
 // Rules of the coordinator's own decisions.
 const (
@@ -78,17 +80,21 @@ const (
 // ToolAnswer is the Tool of the step that records the model's final message.
 const ToolAnswer = "answer"
 
-// Step is one tool call (or the final answer) and what was decided about it: the shared decision
-// record (its Origin and Path are URL's, as the audit keeps them) with the tool, the URL shown, the
-// time it took and what it returned. It holds metadata only: never page text, field values or
-// anything the page sent.
+// Step is one tool call (or the final answer) and what was decided about it: the audit's step
+// record (the shared decision record policy.Entry, whose Origin and Path are URL's as the audit
+// keeps them; the tool; URL, the canonical URL decided or acted on; the time it took; the bytes of
+// the tool result given to the model), which is what the Recorder gets, and whether the call was
+// scripted in place of the model's. It holds metadata only: never page text, field values or
+// anything the page sent. Its JSON (step.go) is the one view of a step: the web API, the page,
+// recorded runs and "browser-agent run --json" show it.
 type Step struct {
-	policy.Entry
-	Tool      string        `json:"tool"`
-	URL       string        `json:"url,omitempty"` // the canonical URL decided or acted on
-	Duration  time.Duration `json:"duration_ns"`
-	Bytes     int           `json:"bytes_returned"` // size of the tool result given to the model
-	Simulated bool          `json:"simulated,omitempty"`
+	audit.Step
+	Simulated bool
+}
+
+// newStep is a step of tool on url, decided as e says.
+func newStep(tool, url string, e policy.Entry) Step {
+	return Step{Step: audit.Step{Tool: tool, URL: url, Entry: e}}
 }
 
 // Evidence is one labelled value extracted from an allowed page in this run. The coordinator, not
@@ -304,7 +310,7 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 		return r.finish(ctx, StatusError, "no browser")
 	}
 	if a.Browser == nil {
-		b, closer, err := a.Launch(ctx)
+		b, closer, err := a.Launch(ctx, c.pol)
 		if err != nil {
 			if ctx.Err() != nil {
 				status, reason := r.ctxStatus(ctx)
@@ -474,11 +480,10 @@ func (r *run) addStep(ctx context.Context, s Step) error {
 	s.Origin, s.Path = policy.OriginPath(s.URL)
 	r.res.Steps = append(r.res.Steps, s)
 	if r.c.rec != nil {
-		rec := s.Entry
-		rec.Reason = r.auditText(s.Reason)
-		err := r.c.rec.AddStep(context.WithoutCancel(ctx), audit.Step{
-			RunID: r.res.RunID, Tool: auditTool(s.Tool), Entry: rec, Duration: s.Duration, BytesReturned: s.Bytes,
-		})
+		rec := s.Step
+		rec.RunID, rec.Tool, rec.Reason = r.res.RunID, auditTool(s.Tool), r.auditText(s.Reason)
+		rec.URL = "" // Origin and Path are set from it above
+		err := r.c.rec.AddStep(context.WithoutCancel(ctx), rec)
 		if err != nil {
 			return err
 		}
@@ -622,7 +627,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 		start := r.c.clock()
 		fin, perr := parseFinal(msg.Content)
 		if perr != nil {
-			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Entry: policy.Entry{Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+			step := Step{Step: audit.Step{Tool: ToolAnswer, Entry: policy.Entry{Verdict: policy.Deny, Reason: "malformed final message: " + perr.Error(), Rule: RuleAnswer, Layer: policy.LayerCoordinator}}, Simulated: turn.Simulated}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
@@ -639,14 +644,14 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 			if r.denial != "" {
 				reason += " after a denial (" + r.denial + ")"
 			}
-			step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+			step := Step{Step: audit.Step{Tool: ToolAnswer, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}, Simulated: turn.Simulated}
 			if err := r.addStep(ctx, step); err != nil {
 				return r.fail(ctx, "audit store: "+err.Error())
 			}
 			return StatusBlocked, reason
 		}
 		v := checkAnswer(r.c.pol, task.RecordID, *fin.Answer, r.res.Evidence)
-		step := Step{Tool: ToolAnswer, Simulated: turn.Simulated, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+		step := Step{Step: audit.Step{Tool: ToolAnswer, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}, Simulated: turn.Simulated}
 		if v.status == StatusAnswered {
 			step.Verdict = policy.Allow
 			r.res.Answer = v.answer

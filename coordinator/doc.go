@@ -6,14 +6,12 @@
 // egress proxy in production, coordinator/browsertest in tests) and records through a Recorder
 // (the audit store). web, internal/mcpserver and internal/cli run it.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // Key types: Coordinator (New; Run runs a task, StartSession serves tool calls one at a time for
 // MCP), Model (the model behind the tools; coordinator/openai, coordinator/offline, Script for
-// scripted runs), Browser and Launcher, RunArgs and Result (Status, Answer, Evidence, Steps) and
-// Evidence.
+// scripted runs), Browser and Launcher (the one launcher type: web, internal/mcpserver and
+// internal/cli take one), RunArgs and Result (Status, Answer, Evidence, Steps), Step (one tool
+// call: the audit's step record plus Simulated; its JSON is the one view of a step), Evidence,
+// and Preset (a ready-made task; front ends take presets as data).
 //
 // It knows no site: the shape of a task (the record identifier's pattern and example, the labels
 // that name a record) is the policy's record key (policy.Record). Run owns the checks before any

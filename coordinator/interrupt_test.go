@@ -64,7 +64,7 @@ func TestWriteAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	launched := func(log *eventLog, err error) coordinator.Launcher {
-		return func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+		return func(context.Context, *policy.Policy) (coordinator.Browser, io.Closer, error) {
 			log.add("launch")
 			if err != nil {
 				return nil, nil, err

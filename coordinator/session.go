@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -146,7 +147,7 @@ func (s *Session) CheckAnswer(ctx context.Context, raw json.RawMessage) (AnswerC
 		return AnswerCheck{}, o.step, &ArgError{Tool: ToolCheckAnswer, Reason: err.Error()}
 	}
 	v := checkAnswer(r.c.pol, recordID, a, r.res.Evidence)
-	step := Step{Tool: ToolCheckAnswer, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}
+	step := Step{Step: audit.Step{Tool: ToolCheckAnswer, Duration: r.c.clock().Sub(start), Entry: policy.Entry{Verdict: policy.Deny, Reason: v.reason, Rule: RuleAnswer, Layer: policy.LayerCoordinator}}}
 	if v.status == StatusAnswered {
 		step.Verdict = policy.Allow
 	}

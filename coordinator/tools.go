@@ -29,14 +29,16 @@ const (
 
 // Argument limits.
 const (
-	MaxQueryLength = 200     // search_site query, in characters
-	MaxURLLength   = 2048    // open_url url, in bytes
-	MaxOffset      = 1 << 26 // read_page offset
-	maxArgsBytes   = 8 << 10 // a tool call's whole arguments object
-	maxLinks       = 300     // links given to the model per page
-	maxFields      = 200     // fields given to the model per page
-	maxLinkText    = 200     // bytes of one link's text given to the model
-	maxFieldBytes  = 2000    // bytes of one label or value given to the model
+	MaxQueryLength = 200 // search_site query, in characters
+	// MaxURLArgLength bounds, in bytes, the url argument of open_url and a link's URL shown to the
+	// model: a tool-call limit, well under policy.MaxURLLength (the longest URL the policy parses).
+	MaxURLArgLength = 2048
+	MaxOffset       = 1 << 26 // read_page offset
+	maxArgsBytes    = 8 << 10 // a tool call's whole arguments object
+	maxLinks        = 300     // links given to the model per page
+	maxFields       = 200     // fields given to the model per page
+	maxLinkText     = 200     // bytes of one link's text given to the model
+	maxFieldBytes   = 2000    // bytes of one label or value given to the model
 )
 
 // Tool-result statuses, as the model sees them.
@@ -94,12 +96,12 @@ func Tools(pol *policy.Policy) []ToolSpec {
 		{
 			Name:        ToolSearchSite,
 			Description: "Search the approved site for the task's record ID (the only query allowed). Opens the site's search page and returns it like open_url.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":200,"description":` + string(q) + `}},"required":["query"],"additionalProperties":false}`),
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxQueryLength) + `,"description":` + string(q) + `}},"required":["query"],"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolOpenURL,
 			Description: "Open a page on the approved site (read only): a link by its number n from the last list_links, a URL a page or search result of this run showed, or one of the site's own routes filled with the task's record ID. A URL you write yourself is refused. Returns the final URL, title, HTTP status, the first chunk of visible text and whether more follows, or the denial and its reason.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":2048,"description":"absolute URL, or relative to the current page"},"link":{"type":"integer","minimum":1,"description":"the number n of a link from the last list_links"}},"additionalProperties":false}`),
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":` + strconv.Itoa(MaxURLArgLength) + `,"description":"absolute URL, or relative to the current page"},"link":{"type":"integer","minimum":1,"description":"the number n of a link from the last list_links"}},"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolReadPage,
@@ -260,8 +262,8 @@ func checkURLArg(args map[string]json.RawMessage) (string, error) {
 	switch {
 	case u == "":
 		return "", errors.New("argument \"url\" is empty")
-	case len(u) > MaxURLLength:
-		return "", fmt.Errorf("argument \"url\" is longer than %d bytes", MaxURLLength)
+	case len(u) > MaxURLArgLength:
+		return "", fmt.Errorf("argument \"url\" is longer than %d bytes", MaxURLArgLength)
 	case hasControl(u) || strings.ContainsFunc(u, unicode.IsSpace):
 		return "", errors.New("argument \"url\" contains white space or control characters")
 	}
@@ -362,7 +364,7 @@ func refused(tool, layer, rule, reason string) outcome {
 		name = policy.Clip(sanitizeName(tool), 64)
 	}
 	return outcome{
-		step:    Step{Tool: name, Entry: policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}},
+		step:    newStep(name, "", policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}),
 		content: encodeResult(envelope{Tool: name, Status: resultRefused, Rule: rule, Reason: reason}),
 	}
 }
@@ -389,7 +391,7 @@ func (r *run) exec(ctx context.Context, call ToolCall) outcome {
 	start := r.c.clock()
 	o := r.execTool(ctx, call)
 	o.step.Duration = r.c.clock().Sub(start)
-	o.step.Bytes = len(o.content)
+	o.step.BytesReturned = len(o.content)
 	return o
 }
 
@@ -494,7 +496,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	// run was shown, or the policy's own routes filled with the task's record identifier.
 	if tool == ToolOpenURL && !r.shown[d.URL] && !r.c.pol.FilledTemplate(d.URL, r.res.RecordID) {
 		return outcome{
-			step:    Step{Tool: tool, URL: d.URL, Entry: policy.Entry{Verdict: policy.Deny, Rule: RuleProvenance, Reason: ReasonComposedURL, Layer: policy.LayerCoordinator}},
+			step:    newStep(tool, d.URL, policy.Entry{Verdict: policy.Deny, Rule: RuleProvenance, Reason: ReasonComposedURL, Layer: policy.LayerCoordinator}),
 			content: encodeResult(envelope{Tool: tool, Status: resultRefused, Rule: RuleProvenance, Reason: ReasonComposedURL}),
 		}
 	}
@@ -521,7 +523,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		Withheld: page.WithheldNote(),
 	})
 	return outcome{
-		step:    Step{Tool: tool, URL: final.URL, Entry: policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}},
+		step:    newStep(tool, final.URL, policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}),
 		content: content,
 	}
 }
@@ -556,7 +558,7 @@ func orNoRule(reason string) string {
 
 func (r *run) denied(tool, url, layer, rule, reason string) outcome {
 	return outcome{
-		step:    Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}},
+		step:    newStep(tool, url, policy.Entry{Verdict: policy.Deny, Rule: rule, Reason: reason, Layer: layer}),
 		content: encodeResult(envelope{Tool: tool, Status: resultDenied, URL: url, Rule: rule, Reason: reason}),
 	}
 }
@@ -575,7 +577,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 				reason := fmt.Sprintf("%s: %s, %s, %s, %s", ReasonPersonActed, t.Duration.Round(time.Second),
 					counted(t.Clicks, "click"), counted(t.Keys, "key"), counted(t.Submits, "sign-in submission"))
 				return outcome{
-					step: Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: reason, Layer: policy.LayerBrowser}},
+					step: newStep(tool, url, policy.Entry{Verdict: policy.Allow, Reason: reason, Layer: policy.LayerBrowser}),
 					content: encodeResult(envelope{Tool: tool, Status: resultOK, URL: url, Reason: ReasonPersonActed +
 						": a person took over the browser on the sign-in page and handed it back; what they typed is not shown." +
 						" The page is untrusted, as every page is. Open the page you need again."}),
@@ -583,7 +585,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			}
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: ReasonCredential, Layer: policy.LayerBrowser}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: ReasonCredential, Layer: policy.LayerBrowser}),
 			stop:       StatusHuman,
 			stopReason: "sign-in required: a credential field is on the page opened from " + r.redact.URL(url) + "; a person must take over",
 		}
@@ -598,7 +600,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			layer = policy.LayerProxy
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Rule: b.Rule(), Reason: b.Reason, Layer: layer}),
 			stop:       StatusBlocked,
 			stopReason: b.Error(),
 		}
@@ -629,7 +631,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 		return r.denied(tool, url, policy.LayerBrowser, "", ReasonUnsupported)
 	case errors.Is(err, bridge.ErrSessionExpired):
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: string(bridge.ErrSessionExpired), Layer: policy.LayerBrowser}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: string(bridge.ErrSessionExpired), Layer: policy.LayerBrowser}),
 			stop:       StatusBlocked,
 			stopReason: "browser " + string(bridge.ErrSessionExpired),
 		}
@@ -639,7 +641,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			reason = string(bridge.ErrNotLaunched)
 		}
 		return outcome{
-			step:       Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}},
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}),
 			stop:       StatusError,
 			stopReason: "browser: " + reason,
 		}
@@ -649,7 +651,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 		reason = "browser error: " + err.Error()
 	}
 	return outcome{
-		step:    Step{Tool: tool, URL: url, Entry: policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}},
+		step:    newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}),
 		content: encodeResult(envelope{Tool: tool, Status: resultError, URL: url, Reason: reason}),
 	}
 }
@@ -668,7 +670,7 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	}
 	r.page.next, r.page.more = ch.Next, ch.More
 	return outcome{
-		step: Step{Tool: ToolReadPage, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
+		step: newStep(ToolReadPage, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolReadPage, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
 			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More}, Withheld: ch.WithheldNote()}),
 	}
@@ -694,7 +696,7 @@ func (r *run) links(ctx context.Context) outcome {
 			ld.N = i + 1
 		}
 		// The coordinator decides each link itself; the browser's verdict is not trusted.
-		if l.URL != "" && len(l.URL) <= MaxURLLength {
+		if l.URL != "" && len(l.URL) <= MaxURLArgLength {
 			d, err := r.c.pol.Decide(policy.DecideArgs{Method: "GET", URL: l.URL, Base: url})
 			if err == nil {
 				ld.Allowed, ld.Reason = d.Allowed(), d.Reason
@@ -703,7 +705,7 @@ func (r *run) links(ctx context.Context) outcome {
 				}
 			}
 		} else {
-			ld.URL = policy.Clip(l.URL, MaxURLLength)
+			ld.URL = policy.Clip(l.URL, MaxURLArgLength)
 		}
 		if ld.Allowed {
 			r.show(ld.URL) // a link the page presented: open_url may open it, by URL or number
@@ -715,7 +717,7 @@ func (r *run) links(ctx context.Context) outcome {
 		out = append(out, ld)
 	}
 	return outcome{
-		step: Step{Tool: ToolListLinks, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
+		step: newStep(ToolListLinks, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolListLinks, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"links": out}}),
 	}
@@ -743,7 +745,7 @@ func (r *run) fields(ctx context.Context) outcome {
 		out = append(out, fieldData{Label: policy.Clip(f.Label, maxFieldBytes), Value: policy.Clip(f.Value, maxFieldBytes)})
 	}
 	return outcome{
-		step: Step{Tool: ToolExtractFields, URL: url, Entry: policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}},
+		step: newStep(ToolExtractFields, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolExtractFields, Status: resultOK, Source: url, RetrievedAt: now.Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"fields": out}}),
 	}

@@ -1,18 +1,11 @@
 // sidepanel.js: presets, the step stream and the result from a browser-agent serve instance.
 // Everything from the server is set with textContent (see render.js).
-import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, runTitle, expectText, viewText, whole } from "./render.js";
+import { el, stepItem, apiError, notice, createRun, follow, showBadges, showResult, runTitle, expectText, viewText, whole } from "./render.js";
 import { DEFAULT_SERVER } from "./config.js";
 
 const $ = (id) => document.getElementById(id);
 let server = DEFAULT_SERVER;
 let current = null; // { id, es, info, done, frameURL }
-
-function notice(msg, kind) {
-  const n = $("notice");
-  n.textContent = msg || "";
-  n.className = "notice" + (kind ? " notice-" + kind : "");
-  n.hidden = !msg;
-}
 
 function busy(on) {
   for (const b of document.querySelectorAll("#presets button")) b.disabled = on;
@@ -43,35 +36,19 @@ async function loadPresets() {
 async function start(preset) {
   notice("");
   busy(true);
-  let resp;
-  try {
-    resp = await fetch(server + "/api/runs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ preset }) });
-  } catch (e) {
+  const created = await createRun(server, { preset },
+    (e) => "Could not reach " + server + ": " + e.message + ". Check that the server runs with --allow-origin " + location.origin + ".");
+  if (!created) {
     busy(false);
-    notice("Could not reach " + server + ": " + e.message + ". Check that the server runs with --allow-origin " + location.origin + ".", "error");
     return;
   }
-  if (!resp.ok) {
-    const msg = await apiError(resp);
-    busy(false);
-    notice(msg, resp.status === 429 ? "limit" : "error");
-    return;
-  }
-  const created = await resp.json();
   attach(created.id, created);
 }
 
 function showInfo(info) {
   current.info = info;
   $("run-title").textContent = runTitle(info);
-  const badges = $("run-badges");
-  badges.replaceChildren(el("span", { class: "task-text" }, whole("\u201c" + info.task + "\u201d")));
-  if (info.recorded) badges.append(el("span", { class: "tag tag-recorded", text: "recorded" }));
-  if (info.simulated) badges.append(el("span", { class: "tag tag-simulated", text: "simulated" }));
-  $("recorded-banner").hidden = !info.recorded;
-  $("recorded-banner").textContent = info.recorded ? recordedText(info.recorded) : "";
-  $("simulated-banner").hidden = !info.simulated;
-  $("simulated-banner").textContent = info.simulated ? simulatedText(info) : "";
+  showBadges(info);
   const st = $("run-state");
   st.dataset.state = info.state;
   st.textContent = info.state === "queued" ? "Waiting: number " + info.place + " in line." : info.state === "running" ? (info.recorded ? "Playing the recorded run…" : "Running…") : "";
@@ -112,31 +89,22 @@ function attach(id, info) {
   $("screen-note").hidden = false;
   $("screen-note").textContent = info && info.recorded ? "Loading the recorded run…" : "Starting the browser…";
   showInfo(info);
-  const es = new EventSource(server + "/api/runs/" + encodeURIComponent(id) + "/events");
-  me.es = es;
-  es.addEventListener("run", (e) => { if (current === me) showInfo(JSON.parse(e.data)); });
-  es.addEventListener("phase", (e) => {
-    if (current !== me || !$("frame").hidden || $("steps").children.length) return;
-    const p = JSON.parse(e.data);
-    $("screen-note").textContent = p.phase === "browser ready" ? "Browser ready: the model is choosing its first tool…" : p.phase.charAt(0).toUpperCase() + p.phase.slice(1) + "…";
-  });
-  es.addEventListener("step", (e) => { if (current === me) $("steps").append(stepItem(JSON.parse(e.data))); });
-  es.addEventListener("frame", (e) => { if (current === me) showFrame(me, JSON.parse(e.data)); });
-  es.addEventListener("result", (e) => {
-    if (current !== me) return;
-    const res = JSON.parse(e.data);
-    $("result-body").replaceChildren(resultView(res, me.info));
-    $("result").hidden = false;
-    $("run-badges").append(statusBadge(res.status));
-  });
-  es.addEventListener("end", () => { if (current === me) { me.done = true; es.close(); busy(false); } });
-  es.addEventListener("error", () => {
-    if (current !== me || me.done) return;
-    if (es.readyState === EventSource.CLOSED) {
+  me.es = follow(server, id, () => current === me, {
+    run: showInfo,
+    phase: (p) => {
+      if (!$("frame").hidden || $("steps").children.length) return;
+      $("screen-note").textContent = p.phase === "browser ready" ? "Browser ready: the model is choosing its first tool…" : p.phase.charAt(0).toUpperCase() + p.phase.slice(1) + "…";
+    },
+    step: (s) => $("steps").append(stepItem(s)),
+    frame: (f) => showFrame(me, f),
+    result: (res) => showResult(res, me.info),
+    end: () => { me.done = true; me.es.close(); busy(false); },
+    done: () => me.done,
+    closed: () => {
       me.done = true;
       busy(false);
       notice("Lost the run's event stream.", "error");
-    }
+    },
   });
 }
 

@@ -5,10 +5,6 @@
 // asks it for every request and redirect hop in the browser, the egress proxy asks it again at
 // the network layer, the coordinator asks it for every tool call before any browser work.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // Write detection reads each part of a URL by its position (writes.go): a route's literals, its
 // variables by their Kind (an identifier, free text, the "*" rest; kinds.go), action parameters.
 //

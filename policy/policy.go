@@ -69,7 +69,9 @@ const (
 	ReasonBudgetPageRequests = "budget: page requests"
 )
 
-// MaxURLLength is the longest URL the policy will parse. Longer ones are denied.
+// MaxURLLength is the longest URL, in bytes, the policy will parse (a request's URL, a redirect's
+// Location, a base). Longer ones are denied. The coordinator bounds a model's url argument more
+// tightly (coordinator.MaxURLArgLength).
 const MaxURLLength = 8192
 
 // Decision is the result of deciding one request.

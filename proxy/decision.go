@@ -47,7 +47,7 @@ const (
 // every record earlier still, as soon as its verdict is taken.
 type Decision struct {
 	Time time.Time `json:"time"`
-	// Record is the shared decision record: Method, Origin (scheme://host[:port]; "" when the
+	// Entry is the shared decision record: Method, Origin (scheme://host[:port]; "" when the
 	// target did not parse), Path (canonical, without query; "" for CONNECT), Verdict, Rule,
 	// Reason, and Layer, always policy.LayerProxy. Its N is 0: the coordinator numbers it.
 	policy.Entry

@@ -46,10 +46,6 @@
 // It sits on policy, beside bridge and audit; internal/guarded starts one Proxy per run and puts
 // the run's bridge session behind it.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // Files by job: proxy.go (Proxy, New, Start, Close, ServeHTTP, the refusal and record helpers),
 // auth.go (the run's credential), forward.go (deciding and forwarding one request, plain HTTP or
 // read inside a tunnel, and copying its response), connect.go (CONNECT), mitm.go (the run's

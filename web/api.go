@@ -19,7 +19,6 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // The side panel's renderer is the page's, written by go generate (make build runs it).
@@ -290,12 +289,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `give exactly one of "preset" or "task"`, nil)
 		return
 	}
-	var preset presets.Preset
+	var preset coordinator.Preset
 	task := req.Task
 	if req.Preset != "" {
-		p, ok := presets.ByName(req.Preset)
+		p, ok := s.preset(req.Preset)
 		if !ok {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q; presets: %s", policy.Clip(req.Preset, 64), strings.Join(presetNames(), ", ")), nil)
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown preset %q; presets: %s", policy.Clip(req.Preset, 64), strings.Join(s.presetNames(), ", ")), nil)
 			return
 		}
 		preset, task = p, p.Task

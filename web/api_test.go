@@ -187,13 +187,13 @@ func TestPresetsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(pol, WithLedger(newLedger()))
+	s, err := New(pol, withDemo(), WithLedger(newLedger()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	for _, p := range s.presetsJSON() {
-		if p.Name == "sign-in" && (p.ExpectSignedIn != "" || p.Shows != presetShows["sign-in"]) {
+		if want, _ := presets.ByName("sign-in"); p.Name == "sign-in" && (p.ExpectSignedIn != "" || p.Shows != want.Shows) {
 			t.Errorf("sign-in preset without a takeover: %+v", p)
 		}
 	}
@@ -428,13 +428,13 @@ func TestRunStream(t *testing.T) {
 	if evs[0].name != EventRun || evs[len(evs)-1].name != EventEnd || evs[len(evs)-2].name != EventResult {
 		t.Errorf("event order: first %s, last two %s %s; want run ... result end", evs[0].name, evs[len(evs)-2].name, evs[len(evs)-1].name)
 	}
-	var steps []StepJSON
+	var steps []coordinator.Step
 	for i, ev := range evs {
 		if ev.id != i+1 {
 			t.Errorf("event %d has id %d", i+1, ev.id)
 		}
 		if ev.name == EventStep {
-			var s StepJSON
+			var s coordinator.Step
 			json.Unmarshal([]byte(ev.data), &s)
 			steps = append(steps, s)
 		}

@@ -38,7 +38,7 @@ func BenchmarkServeRun(b *testing.B) {
 	for _, mode := range []string{"cold", "warm"} {
 		b.Run(mode, func(b *testing.B) {
 			var l *launches
-			opts := []Option{WithModel("offline", offlineModel), WithLedger(newLedger()), WithLimits(Limits{PerVisitor: 1 << 20})}
+			opts := []Option{withDemo(), WithModel("offline", offlineModel), WithLedger(newLedger()), WithLimits(Limits{PerVisitor: 1 << 20})}
 			if mode == "cold" {
 				l = newLaunches(coldLaunch)
 				opts = append(opts, WithLauncher(l.Launch))

@@ -1,16 +1,15 @@
-// Package web serves the live demo: one page with the five presets, a task box, a live view of the
+// Package web serves the live demo: one page with the presets it is given, a task box, a live view of the
 // agent's browser, the steps as they happen and the result; a JSON API with a Server-Sent Events
 // stream for the page, the Chrome side panel and scripts; and the public-run limits (one run at a
 // time, runs per visitor per hour, a daily model-spend cap after which a recorded real run plays,
 // failing closed when the spend ledger cannot be read).
 //
 // It sits near the top, beside internal/mcpserver: it runs the coordinator with a guarded browser
-// per run (a Launcher) and records to the audit store; internal/cli's serve starts it. The side
-// panel's render.js is generated from static/render.js (go generate ./web).
-//
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
+// per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it
+// and hands it the demo as data (WithPresets, WithFieldOrder: demo-site/presets), so web knows no
+// site (internal/layering holds it to that). The side panel's render.js (the renderer
+// and what the page and the panel share: starting a run, following its events) is generated from
+// static/render.js (go generate ./web).
 //
 // A serve run that reaches a sign-in page on a site whose policy names sign-in routes waits for
 // the visitor who started it (takeover.go): a lease (WithLease: idle expiry, hard maximum) during
@@ -23,6 +22,6 @@
 // preset). admit names the run it admits under the admissions lock; no other is nested.
 //
 // Key types: Server (New; the page, the API and the SSE stream), Limits (the public-run limits),
-// Ledger (the spend ledger; *audit.Store), Launcher, RunSpec and Execute (one run and its
+// Ledger (the spend ledger; *audit.Store), RunSpec and Execute (one run and its
 // Moments), and Recording (a recorded real run played past the spend cap).
 package web

@@ -11,13 +11,8 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
-
-// Launcher starts the browser one run drives and returns it with what stops it. The real one
-// launches a guarded Chromium through the bridge; tests use fakes.
-type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error)
 
 // ModelFunc builds the model for one run.
 type ModelFunc func() (coordinator.Model, error)
@@ -45,10 +40,10 @@ const (
 
 // Moment is one entry of a run's timeline: a step, or a change of the live view.
 type Moment struct {
-	AtMS  int64     `json:"at_ms"` // since the run began
-	Step  *StepJSON `json:"step,omitempty"`
-	Frame []byte    `json:"frame,omitempty"` // PNG of the agent's browser viewport
-	View  string    `json:"view,omitempty"`  // why there is no frame: one of the View* phrases
+	AtMS  int64             `json:"at_ms"` // since the run began
+	Step  *coordinator.Step `json:"step,omitempty"`
+	Frame []byte            `json:"frame,omitempty"` // PNG of the agent's browser viewport
+	View  string            `json:"view,omitempty"`  // why there is no frame: one of the View* phrases
 	// Phase is a start phase of the run's browser (live runs only; never in a recording).
 	Phase string `json:"phase,omitempty"`
 }
@@ -57,11 +52,14 @@ type Moment struct {
 type RunSpec struct {
 	Policy *policy.Policy
 	Task   string
-	Preset presets.Preset // the zero Preset for a typed task
-	Model  ModelFunc
+	Preset coordinator.Preset // the zero Preset for a typed task
+	// FieldOrder orders the answer's fields in a captured recording (Capture; see
+	// coordinator.Answer.Labels).
+	FieldOrder []string
+	Model      ModelFunc
 	// ModelName is recorded when the model cannot be built.
 	ModelName string
-	Launch    Launcher
+	Launch    coordinator.Launcher
 	// Options are passed to the coordinator (recorder, clock, deadline); Execute adds its own
 	// progress option.
 	Options []coordinator.Option
@@ -117,8 +115,7 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 		}
 	}
 	progress := func(s coordinator.Step) {
-		sj := NewStepJSON(s)
-		emit(Moment{AtMS: at(), Step: &sj})
+		emit(Moment{AtMS: at(), Step: &s})
 		if spec.Frames {
 			view(context.WithoutCancel(ctx), s)
 		}
@@ -151,12 +148,12 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 	// The coordinator records the run as running before it launches the browser (write ahead),
 	// and closes the browser before it records the end. Each start phase is an event.
 	desc := ""
-	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+	ra.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 		if spec.Launch == nil {
 			return nil, nil, errors.New("no launcher")
 		}
 		emit(Moment{AtMS: at(), Phase: PhaseStarting})
-		b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), spec.Policy)
+		b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), pol)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,56 +2,10 @@ package web
 
 import (
 	"encoding/json"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
-	"github.com/browser-agent/browser-agent/policy"
 )
-
-// StepJSON is one step as the API, the page, recorded runs and "browser-agent run --json" show
-// it: the shared decision record (n, verdict, rule, reason, layer; origin and path as the audit
-// keeps them), the tool and the URL shown. It holds metadata only, never page text.
-type StepJSON struct {
-	policy.Entry
-	Tool       string `json:"tool"`
-	URL        string `json:"url,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
-	Simulated  bool   `json:"simulated,omitempty"`
-	// Outcome labels the final answer step by how the run ends (answered, uncertain or blocked),
-	// so that the answer check's verdict is not read as a policy denial. "" for every other step.
-	Outcome string `json:"outcome,omitempty"`
-}
-
-// NewStepJSON is s as StepJSON shows it.
-func NewStepJSON(s coordinator.Step) StepJSON {
-	return withOutcome(StepJSON{
-		Entry: s.Entry, Tool: s.Tool, URL: s.URL, DurationMS: s.Duration.Milliseconds(), Simulated: s.Simulated,
-	})
-}
-
-// conflictReason begins the answer check's reason when the sources disagree (coordinator's
-// uncertain verdict).
-const conflictReason = "sources conflict on "
-
-// withOutcome sets the Outcome of an answer-check step: an allowed answer is answered, one the
-// sources disagree on is uncertain, any other refused final message ends blocked.
-func withOutcome(s StepJSON) StepJSON {
-	if s.Tool != coordinator.ToolAnswer || s.Rule != coordinator.RuleAnswer {
-		return s
-	}
-	switch {
-	case s.Verdict == policy.Allow:
-		s.Outcome = string(coordinator.StatusAnswered)
-	case strings.HasPrefix(s.Reason, conflictReason):
-		s.Outcome = string(coordinator.StatusUncertain)
-	default:
-		s.Outcome = string(coordinator.StatusBlocked)
-	}
-	return s
-}
 
 // FieldJSON is one answered field.
 type FieldJSON struct {
@@ -82,23 +36,21 @@ type ResultJSON struct {
 	Sources   []SourceJSON           `json:"sources"` // every page evidence came from, first retrieval first
 	Conflicts []coordinator.Conflict `json:"conflicts"`
 	Evidence  []coordinator.Evidence `json:"evidence"`
-	Steps     []StepJSON             `json:"steps"`
+	Steps     []coordinator.Step     `json:"steps"`
 	Simulated bool                   `json:"simulated"`
 	Usage     coordinator.Usage      `json:"usage"`
 	StartedAt time.Time              `json:"started_at"`
 	EndedAt   time.Time              `json:"ended_at"`
 }
 
-// fieldOrder is the demo site's field order; other labels follow alphabetically.
-var fieldOrder = []string{"Record ID", "Name", "Status", "Region", "Owner", "Updated"}
-
-func resultJSON(res coordinator.Result) ResultJSON {
+// resultJSON is res as the API shows it, the answer's fields in order (coordinator.Answer.Labels).
+func resultJSON(res coordinator.Result, order []string) ResultJSON {
 	out := ResultJSON{
 		RunID: res.RunID, Status: res.Status, Reason: res.Reason, Note: res.Note, Task: res.Task,
 		RecordID: res.RecordID, Preset: res.Preset, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
 		StartedAt: res.StartedAt, EndedAt: res.EndedAt,
 		Fields: []FieldJSON{}, Sources: []SourceJSON{}, Conflicts: []coordinator.Conflict{},
-		Evidence: []coordinator.Evidence{}, Steps: []StepJSON{},
+		Evidence: []coordinator.Evidence{}, Steps: []coordinator.Step{},
 	}
 	if res.Conflicts != nil {
 		out.Conflicts = res.Conflicts
@@ -106,27 +58,14 @@ func resultJSON(res coordinator.Result) ResultJSON {
 	if res.Evidence != nil {
 		out.Evidence = res.Evidence
 	}
-	for _, s := range res.Steps {
-		out.Steps = append(out.Steps, NewStepJSON(s))
+	if res.Steps != nil {
+		out.Steps = res.Steps
 	}
 	cited := map[string]bool{}
 	if a := res.Answer; a != nil {
-		for l, v := range a.Fields {
-			out.Fields = append(out.Fields, FieldJSON{Label: l, Value: v})
+		for _, l := range a.Labels(order) {
+			out.Fields = append(out.Fields, FieldJSON{Label: l, Value: a.Fields[l]})
 		}
-		slices.SortFunc(out.Fields, func(x, y FieldJSON) int {
-			ix, iy := rank(x.Label), rank(y.Label)
-			if ix != iy {
-				return ix - iy
-			}
-			if x.Label < y.Label {
-				return -1
-			}
-			if x.Label > y.Label {
-				return 1
-			}
-			return 0
-		})
 		for _, s := range a.Sources {
 			cited[s] = true
 		}
@@ -145,13 +84,6 @@ func resultJSON(res coordinator.Result) ResultJSON {
 	return out
 }
 
-func rank(label string) int {
-	if i := slices.Index(fieldOrder, label); i >= 0 {
-		return i
-	}
-	return len(fieldOrder)
-}
-
 // PresetJSON is a preset as GET /api/presets lists it.
 type PresetJSON struct {
 	Name  string `json:"name"`
@@ -168,18 +100,6 @@ type PresetJSON struct {
 	Simulated      bool               `json:"simulated"`
 }
 
-// presetShows is what each preset's run shows, as its card says; the sign-in preset's text
-// depends on whether the takeover is offered (presetShowsSignIn).
-var presetShows = map[string]string{
-	"lookup":              "The agent searches the site, reads record SYN-0042 and its registry B copy, and answers; every value is checked against both pages.",
-	"blocked-write":       "A delete link, scripted in place of the model's first turn (a real model refuses to try it), is denied before the browser moves.",
-	"off-site":            "An open of https://example.com/, scripted in place of the model's first turn, is denied: only the approved site is reachable.",
-	"sign-in":             "The record is behind a sign-in page: the run stops there and the agent reads nothing of the page.",
-	"conflicting-sources": "The record and its registry B copy disagree: the answer is withheld and the values are shown side by side.",
-}
-
-const presetShowsSignIn = "The record is behind a sign-in page: the run pauses and the agent reads nothing of it. You can take over, sign in with the demo credential the page shows, and hand back; the agent then reads the record."
-
 // presetsJSON lists the presets as this server runs them: a preset that stops at a sign-in page
 // ends answered once the visitor signs in, when the policy offers the takeover.
 func (s *Server) presetsJSON() []PresetJSON {
@@ -187,11 +107,14 @@ func (s *Server) presetsJSON() []PresetJSON {
 	for _, site := range s.pol.Sites() {
 		takeover = takeover || len(site.SignIn) > 0
 	}
-	var out []PresetJSON
-	for _, p := range presets.All() {
-		pj := PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Shows: presetShows[p.Name], Expect: p.Expect, Simulated: p.Simulated}
+	out := []PresetJSON{} // [] when the server offers none
+	for _, p := range s.offered {
+		pj := PresetJSON{Name: p.Name, Title: p.Title, Task: p.Task, Shows: p.Shows, Expect: p.Expect, Simulated: p.Simulated}
 		if takeover && p.Expect == coordinator.StatusHuman {
-			pj.Shows, pj.ExpectSignedIn = presetShowsSignIn, coordinator.StatusAnswered
+			pj.ExpectSignedIn = coordinator.StatusAnswered
+			if p.ShowsSignIn != "" {
+				pj.Shows = p.ShowsSignIn
+			}
 		}
 		out = append(out, pj)
 	}
@@ -199,12 +122,22 @@ func (s *Server) presetsJSON() []PresetJSON {
 }
 
 // presetNames are the presets' names, in the API's order.
-func presetNames() []string {
+func (s *Server) presetNames() []string {
 	var out []string
-	for _, p := range presets.All() {
+	for _, p := range s.offered {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// preset is the server's preset called name.
+func (s *Server) preset(name string) (coordinator.Preset, bool) {
+	for _, p := range s.offered {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return coordinator.Preset{}, false
 }
 
 func mustJSON(v any) []byte {

@@ -18,6 +18,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
 )
@@ -182,11 +183,19 @@ func (c *fakeClock) Add(d time.Duration) {
 // offlineModel is the offline planner for WithModel.
 func offlineModel() (coordinator.Model, error) { return offline.New(), nil }
 
+// withDemo gives a Server the demo's presets and field order, as serve does.
+func withDemo() Option {
+	return func(s *Server) {
+		WithPresets(presets.All()...)(s)
+		WithFieldOrder(presets.FieldOrder...)(s)
+	}
+}
+
 // newServer starts a Server with the HTTP fake browser, the offline planner and an empty ledger,
 // then opts, behind an httptest server. Both stop with the test.
 func newServer(t *testing.T, opts ...Option) (*Server, *httptest.Server) {
 	t.Helper()
-	base := []Option{WithLauncher(httpLaunch), WithModel("offline", offlineModel), WithLedger(newLedger())}
+	base := []Option{withDemo(), WithLauncher(httpLaunch), WithModel("offline", offlineModel), WithLedger(newLedger())}
 	s, err := New(testPol, append(base, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // WhyRestarted ends a run that was waiting in the queue when the server stopped.
@@ -46,7 +45,7 @@ func (s *Server) restore() error {
 		return err
 	}
 	for _, q := range queued {
-		p, _ := presets.ByName(q.Preset)
+		p, _ := s.preset(q.Preset)
 		r := newRun(q.ID, q.Visitor, q.QueuedAt, RunInfo{Preset: q.Preset, Title: p.Title, Model: s.modelName})
 		r.finish(errorResult(r.snapshot().RunInfo, now.UTC(), WhyRestarted))
 		s.reg.add(r, s.limits.KeepRuns)

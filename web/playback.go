@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // recentRuns is the latest live run of each preset that ended as expected, kept whole in memory
@@ -35,13 +34,13 @@ const maxRecentSize = 16 << 20
 // keepRecent keeps a live run of a preset that ended as the preset expects, whole and in memory,
 // as the recording played for that preset from now on (the latest real run). Nothing of it is
 // written anywhere.
-func (s *Server) keepRecent(preset presets.Preset, res coordinator.Result, browser string, timeline []Moment, size int) {
+func (s *Server) keepRecent(preset coordinator.Preset, res coordinator.Result, browser string, timeline []Moment, size int) {
 	if preset.Name == "" || res.Status != preset.Expect || size > maxRecentSize || browser == "" {
 		return
 	}
 	rec := Recording{
 		Format: RecordingFormat, Preset: preset.Name, RecordedAt: res.EndedAt.UTC(), Browser: browser,
-		Result: resultJSON(res), Timeline: timeline,
+		Result: resultJSON(res, s.fieldOrder), Timeline: timeline,
 	}
 	if rec.Validate() != nil {
 		return
@@ -50,19 +49,22 @@ func (s *Server) keepRecent(preset presets.Preset, res coordinator.Result, brows
 }
 
 // recordingFor picks the recorded run played for a task: the preset's own, else the preset of the
-// same record, else the lookup preset.
-func (s *Server) recordingFor(task string, preset presets.Preset) (Recording, bool, bool) {
+// same record, else the first preset's (the demo's lookup).
+func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording, bool, bool) {
 	if rec, ok := s.recording(preset.Name); ok && preset.Name != "" {
 		return rec, false, true
 	}
 	t, _ := s.pol.ParseTask(task)
-	for _, p := range presets.All() {
+	for _, p := range s.offered {
 		pt, _ := s.pol.ParseTask(p.Task)
 		if rec, ok := s.recording(p.Name); ok && !p.Simulated && pt.RecordID == t.RecordID {
 			return rec, rec.Result.Task != task, true
 		}
 	}
-	rec, ok := s.recording("lookup")
+	if len(s.offered) == 0 {
+		return Recording{}, true, false
+	}
+	rec, ok := s.recording(s.offered[0].Name)
 	return rec, true, ok
 }
 

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/coordinator"
 )
 
 // RecordingFormat is the version of the recorded-run file format.
@@ -29,23 +29,20 @@ type Recording struct {
 	Timeline   []Moment   `json:"timeline"`
 }
 
-// Validate checks a recording's shape: the format, a known preset, a status and a timeline whose
-// steps are the result's.
+// Validate checks a recording's shape: the format, a preset named, a status and a timeline whose
+// steps are the result's. That the preset is one the server offers, with the result's task, is
+// checked against the server's presets (New; ofPreset).
 func (r Recording) Validate() error {
 	if r.Format != RecordingFormat {
 		return fmt.Errorf("format %d, want %d", r.Format, RecordingFormat)
 	}
-	p, ok := presets.ByName(r.Preset)
-	if !ok {
-		return fmt.Errorf("unknown preset %q", r.Preset)
-	}
-	if r.Result.Preset != r.Preset || r.Result.Task != p.Task {
-		return fmt.Errorf("result is of preset %q, task %q; want preset %q, task %q", r.Result.Preset, r.Result.Task, p.Name, p.Task)
+	if r.Preset == "" || r.Result.Preset != r.Preset {
+		return fmt.Errorf("result is of preset %q; want preset %q", r.Result.Preset, r.Preset)
 	}
 	if r.Result.Status == "" {
 		return errors.New("result has no status")
 	}
-	var steps []StepJSON
+	var steps []coordinator.Step
 	last := int64(0)
 	for i, m := range r.Timeline {
 		if m.AtMS < last {
@@ -67,6 +64,20 @@ func (r Recording) Validate() error {
 
 //go:embed recorded
 var recordedFS embed.FS
+
+// ofPreset checks that r is a recording of one of ps: the preset it names, with its task.
+func (r Recording) ofPreset(ps []coordinator.Preset) error {
+	for _, p := range ps {
+		if p.Name != r.Preset {
+			continue
+		}
+		if r.Result.Task != p.Task {
+			return fmt.Errorf("result is of preset %q, task %q; want preset %q, task %q", r.Result.Preset, r.Result.Task, p.Name, p.Task)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown preset %q", r.Preset)
+}
 
 // EmbeddedRecordings returns the recorded runs shipped in the binary (web/recorded/*.json).
 func EmbeddedRecordings() ([]Recording, error) {
@@ -96,15 +107,6 @@ func LoadRecordings(fsys fs.FS) ([]Recording, error) {
 		}
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("recorded run %s: %w", name, err)
-		}
-		// Files recorded before steps carried their outcome get it here.
-		for i := range r.Timeline {
-			if st := r.Timeline[i].Step; st != nil {
-				*st = withOutcome(*st)
-			}
-		}
-		for i := range r.Result.Steps {
-			r.Result.Steps[i] = withOutcome(r.Result.Steps[i])
 		}
 		if prev, dup := seen[r.Preset]; dup {
 			return nil, fmt.Errorf("recorded run %s: preset %q is also recorded in %s", name, r.Preset, prev)
@@ -141,6 +143,6 @@ func Capture(ctx context.Context, spec RunSpec) Recording {
 	}
 	return Recording{
 		Format: RecordingFormat, Preset: spec.Preset.Name, RecordedAt: time.Now().UTC(), Browser: browser,
-		Result: resultJSON(res), Timeline: timeline,
+		Result: resultJSON(res, spec.FieldOrder), Timeline: timeline,
 	}
 }

@@ -21,7 +21,7 @@ func TestRestartKeepsCounts(t *testing.T) {
 	}
 	defer store.Close()
 	g := newGate()
-	s1, err := New(testPol, WithLauncher(g.launch), WithModel("offline", offlineModel), WithLedger(store), WithVisitLog(store),
+	s1, err := New(testPol, withDemo(), WithLauncher(g.launch), WithModel("offline", offlineModel), WithLedger(store), WithVisitLog(store),
 		WithLimits(Limits{Queue: 1}))
 	if err != nil {
 		t.Fatal(err)

@@ -2,33 +2,18 @@ package web
 
 import (
 	"context"
-	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/policy"
 	"sync"
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
 )
 
-func TestStepOutcome(t *testing.T) {
-	tests := []struct {
-		name string
-		step StepJSON
-		want string
-	}{
-		{"answer allowed", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Allow, Reason: "evidence backs every value"}}, "answered"},
-		{"sources conflict", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, "uncertain"},
-		{"answer not backed", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "value of Status not in the evidence"}}, "blocked"},
-		{"model could not answer", StepJSON{Tool: "answer", Entry: policy.Entry{Rule: "answer check", Verdict: policy.Deny, Reason: "model could not answer"}}, "blocked"},
-		{"a policy denial is not an outcome", StepJSON{Tool: "open_url", Entry: policy.Entry{Rule: "no rule matched", Verdict: policy.Deny, Reason: "sources conflict on Status"}}, ""},
-		{"an allowed read is not an outcome", StepJSON{Tool: "read_page", Entry: policy.Entry{Verdict: policy.Allow}}, ""},
-	}
-	for _, tt := range tests {
-		if got := withOutcome(tt.step).Outcome; got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
-		}
-	}
-	// The embedded recordings get it too.
+// TestRecordedOutcome: the final step of a recorded run shows how the run ended (the step's
+// Outcome, coordinator/step_test.go).
+func TestRecordedOutcome(t *testing.T) {
 	recs, err := EmbeddedRecordings()
 	if err != nil {
 		t.Fatal(err)
@@ -38,8 +23,8 @@ func TestStepOutcome(t *testing.T) {
 			continue
 		}
 		last := r.Result.Steps[len(r.Result.Steps)-1]
-		if last.Outcome != "uncertain" {
-			t.Errorf("recorded %s: last step outcome %q, want uncertain", r.Preset, last.Outcome)
+		if last.Outcome() != coordinator.StatusUncertain {
+			t.Errorf("recorded %s: last step outcome %q, want uncertain", r.Preset, last.Outcome())
 		}
 	}
 }

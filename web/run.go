@@ -18,7 +18,7 @@ const (
 // Names of the events of a run's stream.
 const (
 	EventRun    = "run"    // RunInfo, sent first and on every change of state
-	EventStep   = "step"   // StepJSON
+	EventStep   = "step"   // coordinator.Step
 	EventFrame  = "frame"  // FrameJSON: the live view changed
 	EventPhase  = "phase"  // PhaseJSON: a start phase of the run's browser
 	EventResult = "result" // ResultJSON
@@ -86,10 +86,10 @@ type PhaseJSON struct {
 // RunJSON is GET /api/runs/{id}: the run, its steps so far, its live view and its result.
 type RunJSON struct {
 	RunInfo
-	Phases []PhaseJSON `json:"phases"`
-	Steps  []StepJSON  `json:"steps"`
-	Frame  FrameJSON   `json:"frame"`
-	Result *ResultJSON `json:"result"`
+	Phases []PhaseJSON        `json:"phases"`
+	Steps  []coordinator.Step `json:"steps"`
+	Frame  FrameJSON          `json:"frame"`
+	Result *ResultJSON        `json:"result"`
 }
 
 type event struct {
@@ -108,7 +108,7 @@ type run struct {
 	events  []event
 	changed chan struct{} // closed and replaced on every new event
 	phases  []PhaseJSON
-	steps   []StepJSON
+	steps   []coordinator.Step
 	frame   []byte
 	frames  map[int][]byte // by seq, the last keepFrames
 	fj      FrameJSON
@@ -163,12 +163,18 @@ func (r *run) moment(m Moment) {
 		delete(r.frames, r.fj.Seq-keepFrames)
 		r.emitLocked(EventFrame, r.fj)
 	default:
-		r.frame = nil
-		r.fj = r.whereLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View})
-		ev := r.fj
-		ev.Seq = 0
-		r.emitLocked(EventFrame, ev)
+		r.viewLocked(r.whereLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: m.View}))
 	}
+}
+
+// viewLocked makes f, a view without a frame (f.View says why), the live view's, and sends it: the
+// event has no seq, as there is no frame to fetch.
+func (r *run) viewLocked(f FrameJSON) {
+	r.frame = nil
+	r.fj = f
+	ev := f
+	ev.Seq = 0
+	r.emitLocked(EventFrame, ev)
 }
 
 // atSignIn says the live view's page is the sign-in page at url, never shot: the run waits there
@@ -177,11 +183,7 @@ func (r *run) moment(m Moment) {
 func (r *run) atSignIn(url string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.frame = nil
-	r.fj = FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: ViewWithheld, URL: policy.CleanURL(url)}
-	ev := r.fj
-	ev.Seq = 0
-	r.emitLocked(EventFrame, ev)
+	r.viewLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: ViewWithheld, URL: policy.CleanURL(url)})
 }
 
 // finish records the result and ends the stream.
@@ -203,7 +205,7 @@ func (r *run) finish(res ResultJSON) {
 func (r *run) snapshot() RunJSON {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := RunJSON{RunInfo: r.info, Phases: append([]PhaseJSON{}, r.phases...), Steps: append([]StepJSON{}, r.steps...), Frame: r.fj, Result: r.result}
+	out := RunJSON{RunInfo: r.info, Phases: append([]PhaseJSON{}, r.phases...), Steps: append([]coordinator.Step{}, r.steps...), Frame: r.fj, Result: r.result}
 	if r.frame == nil {
 		out.Frame.Seq = 0
 	}
@@ -269,6 +271,6 @@ func errorResult(info RunInfo, now time.Time, reason string) ResultJSON {
 	return ResultJSON{
 		Status: coordinator.StatusError, Reason: reason, Task: info.Task, Preset: info.Preset, Model: info.Model,
 		Fields: []FieldJSON{}, Sources: []SourceJSON{}, Conflicts: []coordinator.Conflict{},
-		Evidence: []coordinator.Evidence{}, Steps: []StepJSON{}, StartedAt: now, EndedAt: now,
+		Evidence: []coordinator.Evidence{}, Steps: []coordinator.Step{}, StartedAt: now, EndedAt: now,
 	}
 }

@@ -98,7 +98,7 @@ func TestTakeover(t *testing.T) {
 			lb.HTTP = browsertest.NewHTTP(pol)
 			return lb, lb.HTTP, nil
 		}
-		s, err := New(signInPolicy(t), append([]Option{WithLauncher(launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+		s, err := New(signInPolicy(t), append([]Option{withDemo(), WithLauncher(launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
 			WithClock(clock.Now), WithTrustedProxies(loopback), WithLogf(logs.logf)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -294,13 +294,13 @@ func TestTakeoverSignInRealBrowser(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		launch Launcher
+		launch coordinator.Launcher
 	}{{"bridge", realLaunch}, {"bridge and egress proxy", guardedLaunch}} {
 		t.Run(tc.name, func(t *testing.T) { takeoverSignIn(t, tc.launch) })
 	}
 }
 
-func takeoverSignIn(t *testing.T, launch Launcher) {
+func takeoverSignIn(t *testing.T, launch coordinator.Launcher) {
 	owner := xff("10.0.0.7")
 	logs := &logBuf{}
 	// What the model is given, as a transcript would hold it.
@@ -314,7 +314,7 @@ func takeoverSignIn(t *testing.T, launch Launcher) {
 			return off.Next(ctx, msgs, tools)
 		}}, nil
 	}
-	s, err := New(signInPolicy(t), WithLauncher(launch), WithModel("offline", model), WithLedger(newLedger()),
+	s, err := New(signInPolicy(t), withDemo(), WithLauncher(launch), WithModel("offline", model), WithLedger(newLedger()),
 		WithTrustedProxies(loopback), WithLogf(logs.logf))
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +391,7 @@ func takeoverSignIn(t *testing.T, launch Launcher) {
 // agent in control again, the run ended. A second visitor's page shows the banner but no
 // take-over button and no frame.
 func TestPageTakeover(t *testing.T) {
-	s, err := New(signInPolicy(t), WithLauncher(realLaunch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+	s, err := New(signInPolicy(t), withDemo(), WithLauncher(realLaunch), WithModel("offline", offlineModel), WithLedger(newLedger()),
 		WithTrustedProxies(loopback))
 	if err != nil {
 		t.Fatal(err)
@@ -646,7 +646,7 @@ func TestTakeoverHeldToPolicy(t *testing.T) {
 		return g, g, nil
 	}
 	owner := xff("10.0.0.9")
-	s, err := New(pol, WithLauncher(guardedLaunch), WithModel("script:hostile", func() (coordinator.Model, error) { return model, nil }),
+	s, err := New(pol, withDemo(), WithLauncher(guardedLaunch), WithModel("script:hostile", func() (coordinator.Model, error) { return model, nil }),
 		WithLedger(newLedger()), WithTrustedProxies(loopback))
 	if err != nil {
 		t.Fatal(err)

@@ -266,7 +266,7 @@ func TestPageSixRuns(t *testing.T) {
 	_, err := page.Goto(ts.URL)
 	must(t, "goto", err)
 	must(t, "five left", expect.Locator(page.Locator("#runs-left")).ToHaveText("5 live runs left this hour."))
-	var order []presets.Preset
+	var order []coordinator.Preset
 	for _, n := range []string{"lookup", "blocked-write", "off-site", "sign-in", "conflicting-sources", "lookup"} {
 		p, _ := presets.ByName(n)
 		order = append(order, p)

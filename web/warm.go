@@ -30,7 +30,7 @@ const maxWarmAge = 10 * time.Minute
 // closed by it; an unused one is closed when it is too old or the pool stops. Nothing of one run
 // (browser, profile, cookies, proxy) is ever given to another.
 type pool struct {
-	launch Launcher
+	launch coordinator.Launcher
 	pol    *policy.Policy
 	ready  chan warmed // unbuffered: a browser changes hands exactly once
 	now    func() time.Time
@@ -48,7 +48,7 @@ type warmed struct {
 	at  time.Time // when it was ready
 }
 
-func newPool(ctx context.Context, launch Launcher, pol *policy.Policy, now func() time.Time) *pool {
+func newPool(ctx context.Context, launch coordinator.Launcher, pol *policy.Policy, now func() time.Time) *pool {
 	p := &pool{launch: launch, pol: pol, ready: make(chan warmed), now: now}
 	p.wg.Add(1)
 	go p.loop(ctx)

@@ -34,14 +34,14 @@ func guardedLaunch(ctx context.Context, pol *policy.Policy) (coordinator.Browser
 // launches counts the browsers a Launcher started, which runs opened pages in each, and which
 // were closed.
 type launches struct {
-	launch Launcher
+	launch coordinator.Launcher
 	mu     sync.Mutex
 	n      int
 	opened map[int]int // browser → Open calls
 	closed map[int]int // browser → Close calls
 }
 
-func newLaunches(l Launcher) *launches {
+func newLaunches(l coordinator.Launcher) *launches {
 	return &launches{launch: l, opened: map[int]int{}, closed: map[int]int{}}
 }
 
@@ -172,7 +172,7 @@ func TestLoad(t *testing.T) {
 	goBefore := runtime.NumGoroutine()
 	chromeBefore := agentBrowsers()
 	l := newLaunches(guardedLaunch)
-	s, err := New(testPol, WithLauncher(l.Launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
+	s, err := New(testPol, withDemo(), WithLauncher(l.Launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
 		WithPrewarm(true), WithTrustedProxies(loopback), WithPlayback(0, 0))
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -96,7 +95,7 @@ func (l Limits) withDefaults() Limits {
 type Option func(*Server)
 
 // WithLauncher sets the browser each live run drives. Without it live runs end in an error.
-func WithLauncher(l Launcher) Option { return func(s *Server) { s.launch = l } }
+func WithLauncher(l coordinator.Launcher) Option { return func(s *Server) { s.launch = l } }
 
 // WithModel sets the model of live runs: name is recorded when f fails, f builds one per run.
 func WithModel(name string, f ModelFunc) Option {
@@ -134,6 +133,18 @@ func WithAllowedOrigins(origins ...string) Option {
 	}
 }
 
+// WithPresets sets the ready-made tasks the page offers and the API runs by name, in the page's
+// order (the demo's: demo-site/presets). Without it there are none: only typed tasks.
+func WithPresets(ps ...coordinator.Preset) Option {
+	return func(s *Server) { s.offered = append([]coordinator.Preset(nil), ps...) }
+}
+
+// WithFieldOrder sets the order an answer's fields are shown in: these labels first, the rest
+// alphabetically (the demo's: presets.FieldOrder). Without it, all alphabetically.
+func WithFieldOrder(labels ...string) Option {
+	return func(s *Server) { s.fieldOrder = append([]string(nil), labels...) }
+}
+
 // WithRecordings sets the recorded runs played instead of live ones (default: the embedded ones).
 func WithRecordings(recs []Recording) Option {
 	return func(s *Server) {
@@ -169,7 +180,7 @@ func WithLogf(f func(format string, args ...any)) Option {
 // Server is the live demo's HTTP handler. Close stops its runs.
 type Server struct {
 	pol        *policy.Policy
-	launch     Launcher
+	launch     coordinator.Launcher
 	model      ModelFunc
 	modelName  string
 	rec        coordinator.Recorder
@@ -180,6 +191,8 @@ type Server struct {
 	limits     Limits
 	trusted    []netip.Prefix
 	origins    map[string]bool
+	offered    []coordinator.Preset
+	fieldOrder []string
 	recordings map[string]Recording
 	speed      float64
 	maxGap     time.Duration
@@ -237,6 +250,11 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 			return nil, fmt.Errorf("web: %w", err)
 		}
 		WithRecordings(recs)(s)
+	}
+	for _, r := range s.recordings {
+		if err := r.ofPreset(s.offered); err != nil {
+			return nil, fmt.Errorf("web: recorded run of preset %q: %w", r.Preset, err)
+		}
 	}
 	s.slots = make(chan struct{}, s.limits.Concurrent)
 	if err := s.restore(); err != nil {
@@ -320,7 +338,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 // startLive runs r in the background: it waits for a slot (when it was queued, re-checking the
 // ledger once it has one) and runs the task.
-func (s *Server) startLive(r *run, task string, preset presets.Preset) {
+func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 	waited := r.snapshot().State == StateQueued
 	go func() {
 		defer s.wg.Done()
@@ -383,7 +401,7 @@ func (s *Server) startLive(r *run, task string, preset presets.Preset) {
 		s.spend.charge(res.Usage.CostUSD)
 		<-s.slots
 		s.doneLive(r)
-		r.finish(resultJSON(res))
+		r.finish(resultJSON(res, s.fieldOrder))
 	}()
 }
 

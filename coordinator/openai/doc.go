@@ -7,10 +7,6 @@
 // It sits beside the coordinator, implementing its Model interface; internal/cli and web choose
 // it for a real model.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // Key types: Model (New, NewApproved), Price (what a model's tokens cost), Error (a server error
 // with its status) and UnapprovedError.
 package openai

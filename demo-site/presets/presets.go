@@ -1,37 +1,26 @@
-// Package presets holds the demo site's ready-made tasks, shared by the command line and the web
-// UI: the records they name and the statuses they end with are the demo site's.
+// Package presets holds the demo site's ready-made tasks and the order of its record page's
+// fields: the data the command line hands to its runs and to the web UI (which takes presets as
+// data and knows no site). The records they name and the statuses they end with are the demo
+// site's.
 package presets
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/browser-agent/browser-agent/coordinator"
 )
 
-// OriginPlaceholder in a preset's scripted arguments stands for the approved site's origin.
-const OriginPlaceholder = "{origin}"
+// FieldOrder is the order of the demo site's record page's fields: front ends show an answer's
+// fields in it (coordinator.Answer.Labels).
+var FieldOrder = []string{"Record ID", "Name", "Status", "Region", "Owner", "Updated"}
 
-// Preset is a ready-made task. The data is shared by the command line and the web UI.
-type Preset struct {
-	Name  string `json:"name"`
-	Title string `json:"title"`
-	Task  string `json:"task"`
-	// Script is the scripted turn substituted for the model's first turn in a simulated preset.
-	// OriginPlaceholder in its arguments stands for the site's origin.
-	Script []coordinator.ScriptStep `json:"script,omitempty"`
-	// Expect is the status the preset ends with on the demo site.
-	Expect coordinator.Status `json:"expect"`
-	// Simulated presets substitute Script for the model's first turn and end blocked at the denial.
-	Simulated bool `json:"simulated"`
-}
-
-var presets = []Preset{
+var presets = []coordinator.Preset{
 	{
 		Name:   "lookup",
 		Title:  "Look up a record",
 		Task:   "Look up SYN-0042",
 		Expect: coordinator.StatusAnswered,
+		Shows:  "The agent searches the site, reads record SYN-0042 and its registry B copy, and answers; every value is checked against both pages.",
 	},
 	{
 		Name:      "blocked-write",
@@ -40,6 +29,7 @@ var presets = []Preset{
 		Script:    []coordinator.ScriptStep{{Call: coordinator.ToolOpenURL, Args: json.RawMessage(`{"url":"{origin}/records/SYN-0042/delete?confirm=yes"}`)}},
 		Expect:    coordinator.StatusBlocked,
 		Simulated: true,
+		Shows:     "A delete link, scripted in place of the model's first turn (a real model refuses to try it), is denied before the browser moves.",
 	},
 	{
 		Name:      "off-site",
@@ -48,24 +38,28 @@ var presets = []Preset{
 		Script:    []coordinator.ScriptStep{{Call: coordinator.ToolOpenURL, Args: json.RawMessage(`{"url":"https://example.com/"}`)}},
 		Expect:    coordinator.StatusBlocked,
 		Simulated: true,
+		Shows:     "An open of https://example.com/, scripted in place of the model's first turn, is denied: only the approved site is reachable.",
 	},
 	{
-		Name:   "sign-in",
-		Title:  "Sign-in pause",
-		Task:   "Look up SYN-0013",
-		Expect: coordinator.StatusHuman,
+		Name:        "sign-in",
+		Title:       "Sign-in pause",
+		Task:        "Look up SYN-0013",
+		Expect:      coordinator.StatusHuman,
+		Shows:       "The record is behind a sign-in page: the run stops there and the agent reads nothing of the page.",
+		ShowsSignIn: "The record is behind a sign-in page: the run pauses and the agent reads nothing of it. You can take over, sign in with the demo credential the page shows, and hand back; the agent then reads the record.",
 	},
 	{
 		Name:   "conflicting-sources",
 		Title:  "Conflicting sources",
 		Task:   "Look up SYN-0077",
 		Expect: coordinator.StatusUncertain,
+		Shows:  "The record and its registry B copy disagree: the answer is withheld and the values are shown side by side.",
 	},
 }
 
 // All returns the five presets, in a fresh slice.
-func All() []Preset {
-	out := make([]Preset, len(presets))
+func All() []coordinator.Preset {
+	out := make([]coordinator.Preset, len(presets))
 	for i, p := range presets {
 		p.Script = append([]coordinator.ScriptStep(nil), p.Script...)
 		out[i] = p
@@ -74,27 +68,11 @@ func All() []Preset {
 }
 
 // ByName returns the preset called name.
-func ByName(name string) (Preset, bool) {
+func ByName(name string) (coordinator.Preset, bool) {
 	for _, p := range All() {
 		if p.Name == name {
 			return p, true
 		}
 	}
-	return Preset{}, false
-}
-
-// Model returns the model a run of the preset uses: model itself, or for a simulated preset model
-// with the scripted turn substituted first (see Simulate), OriginPlaceholder replaced by origin.
-func (p Preset) Model(model coordinator.Model, origin string) coordinator.Model {
-	if len(p.Script) == 0 {
-		return model
-	}
-	o, _ := json.Marshal(origin)
-	o = o[1 : len(o)-1] // the origin as JSON string content
-	steps := make([]coordinator.ScriptStep, len(p.Script))
-	for i, st := range p.Script {
-		st.Args = bytes.ReplaceAll(st.Args, []byte(OriginPlaceholder), o)
-		steps[i] = st
-	}
-	return coordinator.Simulate(model, steps)
+	return coordinator.Preset{}, false
 }

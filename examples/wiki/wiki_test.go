@@ -62,7 +62,7 @@ func wiki(t *testing.T, scheme string) (*policy.Policy, []proxy.Option) {
 func run(t *testing.T, pol *policy.Policy, popts []proxy.Option, task string, model coordinator.Model) coordinator.Result {
 	t.Helper()
 	return coordinator.New(pol).Run(t.Context(), coordinator.RunArgs{Task: task, Model: model,
-		Launch: func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+		Launch: func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 			b, err := guarded.LaunchOn(ctx, rt, pol, popts)
 			if err != nil {
 				return nil, nil, err

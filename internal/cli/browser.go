@@ -22,17 +22,17 @@ import (
 // turned off.
 const EnvUpstreamRoots = "BROWSER_AGENT_UPSTREAM_ROOTS"
 
-// launchBridge is the Launcher of "browser-agent run", serve and record: a dedicated Chromium
+// launchBridge is the coordinator.Launcher of "browser-agent run", serve and record: a dedicated Chromium
 // behind the run's own egress proxy.
 func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 	return launchGuarded(ctx, nil, os.Getenv(EnvUpstreamRoots), pol)
 }
 
-// SharedLauncher is the Launcher of runs in one process that share the Playwright driver rt (the
+// SharedLauncher is the coordinator.Launcher of runs in one process that share the Playwright driver rt (the
 // adversarial suite's in-process runs): each run still gets its own Chromium, profile and egress
 // proxy, as launchBridge's does. rootsFile is as RunConfig.UpstreamRoots; opts are the bridge's
 // (a logger that keeps a run's diagnostic lines with the run).
-func SharedLauncher(rt *bridge.Runtime, rootsFile string, opts ...bridge.Option) Launcher {
+func SharedLauncher(rt *bridge.Runtime, rootsFile string, opts ...bridge.Option) coordinator.Launcher {
 	return func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 		return launchGuarded(ctx, rt, rootsFile, pol, opts...)
 	}

@@ -5,10 +5,7 @@
 // browser (internal/guarded) and hands them to the coordinator, web or internal/mcpserver. Bad
 // input gets an ExitError naming what was wrong, before anything starts.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
-// Key types: Main (the entry point), ExitError (an exit code and its message) and Launcher (how
-// a subcommand gets its browser; tests substitute one).
+// Key types: Main (the entry point), ExitError (an exit code and its message), RunConfig and
+// Run (one run as "browser-agent run" does it), and SharedLauncher (a coordinator.Launcher on a
+// shared driver; a subcommand gets its browser through one, and tests substitute one).
 package cli

@@ -2,14 +2,10 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/internal/mcpguard"
@@ -51,12 +47,7 @@ func guardCmd(e *env, args []string) error {
 		return err
 	}
 	if addr == "" {
-		fmt.Fprintf(e.stderr, "browser-agent guard: serving MCP on stdio; audit in %s\n", store.Path())
-		in, _ := e.stdin.(io.ReadCloser)
-		if in == nil {
-			in = io.NopCloser(e.stdin)
-		}
-		return g.Run(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{e.stdout}})
+		return g.Run(ctx, stdioTransport(e, "guard", store.Path()))
 	}
 	err = serveMCPHTTP(ctx, e, "guard", addr, store.Path(), func(o mcpserver.HTTPOptions) http.Handler {
 		return mcpserver.HTTPHandler(g.Server(), mcpserver.DefaultIdleTimeout, o)

@@ -58,19 +58,14 @@ func mcpCmd(e *env, args []string) error {
 	}
 	defer done()
 	srv, err := mcpserver.New(mcpserver.Config{
-		Policy: pol, Launch: mcpserver.Launcher(launchMCP), Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
+		Policy: pol, Launch: launchMCP, Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
 		Logf: stderrLogf(e),
 	})
 	if err != nil {
 		return err
 	}
 	if addr == "" {
-		fmt.Fprintf(e.stderr, "browser-agent mcp: serving MCP on stdio; audit in %s\n", store.Path())
-		in, _ := e.stdin.(io.ReadCloser)
-		if in == nil {
-			in = io.NopCloser(e.stdin)
-		}
-		return srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{e.stdout}})
+		return srv.Run(ctx, stdioTransport(e, "mcp", store.Path()))
 	}
 	err = serveMCPHTTP(ctx, e, "mcp", addr, store.Path(), func(o mcpserver.HTTPOptions) http.Handler { return srv.HTTPHandler(o) })
 	srv.Close()
@@ -151,6 +146,17 @@ func serveMCPHTTP(ctx context.Context, e *env, cmd, addr, auditPath string, hand
 		return err
 	}
 	return nil
+}
+
+// stdioTransport is MCP over the command's stdin and stdout, announced on stderr: which command
+// serves, and where its audit is (mcp and guard).
+func stdioTransport(e *env, cmd, auditPath string) *mcp.IOTransport {
+	fmt.Fprintf(e.stderr, "browser-agent %s: serving MCP on stdio; audit in %s\n", cmd, auditPath)
+	in, _ := e.stdin.(io.ReadCloser)
+	if in == nil {
+		in = io.NopCloser(e.stdin)
+	}
+	return &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{e.stdout}}
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -36,7 +36,7 @@ func recordCmd(e *env, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("unexpected argument %q", fs.Arg(0))
 	}
-	var chosen []presets.Preset
+	var chosen []coordinator.Preset
 	if len(names) == 0 {
 		chosen = presets.All()
 	}
@@ -68,7 +68,7 @@ func recordCmd(e *env, args []string) error {
 	var failed []string
 	for _, p := range chosen {
 		rec := web.Capture(ctx, web.RunSpec{
-			Policy: pol, Task: p.Task, Preset: p, ModelName: *modelSpec,
+			Policy: pol, Task: p.Task, Preset: p, FieldOrder: presets.FieldOrder, ModelName: *modelSpec,
 			Model: func() (coordinator.Model, error) { return buildModel(kind, arg, pol) },
 			Launch: func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 				return launchBrowser(ctx, pol)

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/browser-agent/browser-agent/web"
 	"io"
 	"os"
-	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/browser-agent/browser-agent/audit"
@@ -22,11 +19,8 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// Launcher starts the browser a run drives and returns it with what stops it.
-type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error)
-
 // launchBrowser is the browser "browser-agent run" drives. Tests replace it with a fake.
-var launchBrowser Launcher = launchBridge
+var launchBrowser coordinator.Launcher = launchBridge
 
 // startDemo starts the embedded demo site for a run without --policy. Tests wrap it.
 var startDemo = func(ctx context.Context) (*demosite.Server, error) {
@@ -81,8 +75,8 @@ type RunConfig struct {
 	Transcript    string // "" writes none
 	UpstreamRoots string // PEM file of authorities the egress proxy trusts besides the system's ($BROWSER_AGENT_UPSTREAM_ROOTS)
 	OpenAI        OpenAIConfig
-	Debug         bool     // launch failures in full on Stderr ($BROWSER_AGENT_DEBUG)
-	Launch        Launcher // the run's browser; nil: launchBrowser (a driver and Chromium of the run's own)
+	Debug         bool                 // launch failures in full on Stderr ($BROWSER_AGENT_DEBUG)
+	Launch        coordinator.Launcher // the run's browser; nil: launchBrowser (a driver and Chromium of the run's own)
 
 	Stdout, Stderr io.Writer
 }
@@ -122,7 +116,7 @@ func Run(ctx context.Context, cfg RunConfig) int {
 
 // runTask is the run itself, shared by runCmd and Run. cfg has passed check.
 func runTask(ctx context.Context, e *env, cfg RunConfig, sigs *signals) error {
-	var preset presets.Preset
+	var preset coordinator.Preset
 	task := cfg.Task
 	if cfg.Preset != "" {
 		preset, _ = presets.ByName(cfg.Preset)
@@ -195,7 +189,7 @@ func runTask(ctx context.Context, e *env, cfg RunConfig, sigs *signals) error {
 	if launch == nil {
 		launch = launchBrowser
 	}
-	ra.Launch = func(ctx context.Context) (coordinator.Browser, io.Closer, error) {
+	ra.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
 		b, closer, err := launch(ctx, pol)
 		if err != nil && cfg.Debug {
 			fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
@@ -337,14 +331,6 @@ func printable(s string) string {
 	}, s)
 }
 
-type evidenceJSON struct {
-	URL         string    `json:"url"`
-	RetrievedAt time.Time `json:"retrieved_at"`
-	Label       string    `json:"label"`
-	Value       string    `json:"value"`
-	RecordID    string    `json:"record_id"`
-}
-
 type runJSON struct {
 	RunID     string                 `json:"run_id"`
 	Status    coordinator.Status     `json:"status"`
@@ -354,8 +340,8 @@ type runJSON struct {
 	Preset    string                 `json:"preset,omitempty"`
 	Answer    *coordinator.Answer    `json:"answer"`
 	Conflicts []coordinator.Conflict `json:"conflicts,omitempty"`
-	Evidence  []evidenceJSON         `json:"evidence"`
-	Steps     []web.StepJSON         `json:"steps"`
+	Evidence  []coordinator.Evidence `json:"evidence"`
+	Steps     []coordinator.Step     `json:"steps"`
 	Model     string                 `json:"model"`
 	Simulated bool                   `json:"simulated"`
 	Usage     coordinator.Usage      `json:"usage"`
@@ -365,13 +351,13 @@ func printJSON(w io.Writer, res coordinator.Result) error {
 	out := runJSON{
 		RunID: res.RunID, Status: res.Status, Reason: res.Reason, Note: res.Note, RecordID: res.RecordID, Preset: res.Preset,
 		Answer: res.Answer, Conflicts: res.Conflicts, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
-		Evidence: []evidenceJSON{}, Steps: []web.StepJSON{},
+		Evidence: res.Evidence, Steps: res.Steps,
 	}
-	for _, ev := range res.Evidence {
-		out.Evidence = append(out.Evidence, evidenceJSON(ev))
+	if out.Evidence == nil {
+		out.Evidence = []coordinator.Evidence{}
 	}
-	for _, s := range res.Steps {
-		out.Steps = append(out.Steps, web.NewStepJSON(s))
+	if out.Steps == nil {
+		out.Steps = []coordinator.Step{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -385,14 +371,11 @@ func printSummary(w io.Writer, res coordinator.Result) {
 	case coordinator.StatusAnswered:
 		a := res.Answer
 		p("answered: %s", a.RecordID)
-		labels := make([]string, 0, len(a.Fields))
+		labels := a.Labels(presets.FieldOrder)
 		width := 0
-		for l := range a.Fields {
-			labels = append(labels, l)
+		for _, l := range labels {
 			width = max(width, len(l))
 		}
-		slices.Sort(labels)
-		slices.SortStableFunc(labels, func(x, y string) int { return fieldOrder(x) - fieldOrder(y) })
 		for _, l := range labels {
 			p("  %-*s  %s", width, l, a.Fields[l])
 		}
@@ -425,13 +408,4 @@ func printSummary(w io.Writer, res coordinator.Result) {
 		steps = "step"
 	}
 	p("run %s, model %s, %d %s", res.RunID, res.Model, len(res.Steps), steps)
-}
-
-// fieldOrder keeps the demo site's field order first, then the rest alphabetically.
-func fieldOrder(label string) int {
-	order := []string{"Record ID", "Name", "Status", "Region", "Owner", "Updated"}
-	if i := slices.Index(order, label); i >= 0 {
-		return i - len(order)
-	}
-	return 0
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/web"
 )
@@ -132,6 +133,8 @@ func serveCmd(e *env, args []string) error {
 		}
 	}
 	ws, err := web.New(pol,
+		web.WithPresets(presets.All()...),
+		web.WithFieldOrder(presets.FieldOrder...),
 		web.WithLauncher(launch),
 		web.WithPrewarm(warm),
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),

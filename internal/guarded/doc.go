@@ -4,10 +4,6 @@
 // It joins the two enforcing layers, bridge and proxy, under the coordinator: Browser is a
 // coordinator.Browser. web, internal/mcpserver and internal/cli launch through it.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
 // Key types: Browser (Launch, LaunchOn a shared bridge.Runtime, LaunchWith proxy options) and
 // ErrBrowserExited.
 package guarded

@@ -6,11 +6,7 @@
 // kind "mcp".
 //
 // It sits near the top, beside web: it serves the coordinator's Session over MCP, launching each
-// session's guarded browser through a Launcher; internal/cli's mcp starts it.
+// session's guarded browser through a coordinator.Launcher; internal/cli's mcp starts it.
 //
-// Layering, bottom to top: policy; bridge, proxy and audit, each on policy; coordinator on
-// those (through its Browser interface); internal/guarded, which puts a bridge session behind a
-// proxy; web and internal/mcpserver; internal/cli and the two commands on top.
-//
-// Key types: Server (New; stdio or Streamable HTTP), Config, HTTPOptions and Launcher.
+// Key types: Server (New; stdio or Streamable HTTP), Config and HTTPOptions.
 package mcpserver

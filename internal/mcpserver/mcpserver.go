@@ -18,9 +18,6 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// Launcher starts one session's browser and returns it with what stops it.
-type Launcher func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error)
-
 // Defaults of Config.
 const (
 	DefaultIdleTimeout = 10 * time.Minute
@@ -29,9 +26,9 @@ const (
 
 // Config configures a Server.
 type Config struct {
-	Policy *policy.Policy // required
-	Launch Launcher       // required: the guarded browser of one session
-	Store  *audit.Store   // the audit store; nil records nothing (tests only)
+	Policy *policy.Policy       // required
+	Launch coordinator.Launcher // required: the guarded browser of one session
+	Store  *audit.Store         // the audit store; nil records nothing (tests only)
 	// IdleTimeout closes a session's browser after this long without a call (default
 	// DefaultIdleTimeout); the next call starts a new browser and a new audit run.
 	IdleTimeout time.Duration
@@ -132,8 +129,7 @@ func (s *Server) auditUnknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 				// The coordinator refuses it as an unknown tool and records the step.
 				st.coord.Call(ctx, coordinator.ToolCall{Name: r.Params.Name, Args: r.Params.Arguments})
 			}
-			st.touch()
-			st.mu.Unlock()
+			st.release()
 		}
 		return next(ctx, method, req)
 	}
@@ -344,15 +340,31 @@ func (s *Server) browseHandler(name string) mcp.ToolHandler {
 	}
 }
 
-func (st *session) browse(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
+// take holds the session for one call of tool name: its idle timer stopped until release, its
+// browser and coordinator session started. It returns the call's error result when they could
+// not start. The caller defers release whatever take returns.
+func (st *session) take(name string) *mcp.CallToolResult {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	if st.idle != nil {
 		st.idle.Stop()
 	}
-	defer st.touch()
 	if err := st.ensure(); err != nil {
 		return errorResult(name, err.Error())
+	}
+	return nil
+}
+
+// release arms the idle timer again and lets the next call have the session.
+func (st *session) release() {
+	st.touch()
+	st.mu.Unlock()
+}
+
+func (st *session) browse(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
+	failed := st.take(name)
+	defer st.release()
+	if failed != nil {
+		return failed
 	}
 	res, err := st.coord.Call(ctx, coordinator.ToolCall{Name: name, Args: args})
 	if err != nil {
@@ -384,14 +396,10 @@ func (s *Server) checkHandler(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err != nil {
 		return errorResult(name, err.Error()), nil
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.idle != nil {
-		st.idle.Stop()
-	}
-	defer st.touch()
-	if err := st.ensure(); err != nil {
-		return errorResult(name, err.Error()), nil
+	failed := st.take(name)
+	defer st.release()
+	if failed != nil {
+		return failed, nil
 	}
 	chk, step, err := st.coord.CheckAnswer(ctx, req.Params.Arguments)
 	var ae *coordinator.ArgError

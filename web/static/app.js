@@ -1,18 +1,11 @@
 // app.js drives the live-demo page: presets, the task box, the step stream over Server-Sent
 // Events, the live view and the result. No inline script: the page's CSP forbids it.
 import { showTakeover, showContent } from "./takeover.js";
-import { el, statusBadge, stepItem, resultView, recordedText, simulatedText, apiError, plural, runsLeftText, runTitle, expectText, urlCode, viewText, whole } from "./render.js";
+import { el, stepItem, apiError, notice, createRun, follow, showBadges, showResult, plural, runsLeftText, runTitle, expectText, urlCode, viewText, whole } from "./render.js";
 
 const $ = (id) => document.getElementById(id);
 let current = null; // { id, es, info, done }
 let health = null; // the last GET /api/health
-
-function notice(msg, kind) {
-  const n = $("notice");
-  n.textContent = msg || "";
-  n.className = "notice" + (kind ? " notice-" + kind : "");
-  n.hidden = !msg;
-}
 
 function busy(on) {
   for (const b of document.querySelectorAll("#presets button, #task-run")) b.disabled = on;
@@ -84,21 +77,11 @@ async function loadHealth() {
 async function start(body) {
   notice("");
   busy(true);
-  let resp;
-  try {
-    resp = await fetch("/api/runs", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
-  } catch (e) {
+  const created = await createRun("", body, (e) => "Could not reach the server: " + e.message);
+  if (!created) {
     busy(false);
-    notice("Could not reach the server: " + e.message, "error");
     return;
   }
-  if (!resp.ok) {
-    const msg = await apiError(resp);
-    busy(false);
-    notice(msg, resp.status === 429 ? "limit" : "error");
-    return;
-  }
-  const created = await resp.json();
   attach(created.id, created);
   reveal();
   loadHealth();
@@ -135,20 +118,11 @@ function showInfo(info) {
   current.info = info;
   $("run-title").textContent = runTitle(info);
   $("run-title").title = info.task;
-  const badges = $("run-badges");
-  badges.replaceChildren(el("span", { class: "task-text" }, whole("\u201c" + info.task + "\u201d")));
-  if (info.recorded) badges.append(el("span", { class: "tag tag-recorded", text: "recorded" }));
-  if (info.simulated) badges.append(el("span", { class: "tag tag-simulated", text: "simulated" }));
-  const rb = $("recorded-banner");
-  rb.hidden = !info.recorded;
-  rb.textContent = info.recorded ? recordedText(info.recorded) : "";
+  showBadges(info);
   const watch = info.recorded && info.recorded.watch;
   $("watch-box").hidden = !watch;
   $("watch-live").dataset.run = watch || "";
   $("spectator-banner").hidden = !current.spectator;
-  const sb = $("simulated-banner");
-  sb.hidden = !info.simulated;
-  sb.textContent = info.simulated ? simulatedText(info) : "";
   const tag = $("live-tag");
   tag.textContent = info.recorded ? "recorded" : info.state === "done" ? "ended" : "live";
   tag.className = "tag " + (info.recorded ? "tag-recorded" : info.state === "done" ? "" : "tag-live");
@@ -239,12 +213,6 @@ function addStep(s) {
   box.scrollTop = box.scrollHeight;
 }
 
-function showResult(res) {
-  $("result-body").replaceChildren(resultView(res, current && current.info));
-  $("result").hidden = false;
-  $("run-badges").append(statusBadge(res.status));
-}
-
 function finish() {
   if (!current) return;
   current.done = true;
@@ -261,17 +229,15 @@ function attach(id, info, spectator) {
   resetRun(info);
   history.replaceState(null, "", "#run=" + encodeURIComponent(id));
   const me = current;
-  const es = new EventSource("/api/runs/" + encodeURIComponent(id) + "/events");
-  me.es = es;
-  es.addEventListener("run", (e) => { if (current === me) showInfo(JSON.parse(e.data)); });
-  es.addEventListener("phase", (e) => { if (current === me) showPhase(JSON.parse(e.data)); });
-  es.addEventListener("step", (e) => { if (current === me) addStep(JSON.parse(e.data)); });
-  es.addEventListener("frame", (e) => { if (current === me) showFrame(id, JSON.parse(e.data)); });
-  es.addEventListener("result", (e) => { if (current === me) showResult(JSON.parse(e.data)); });
-  es.addEventListener("end", () => { if (current === me) finish(); });
-  es.addEventListener("error", () => {
-    if (current !== me || me.done) return;
-    if (es.readyState === EventSource.CLOSED) recover(me);
+  me.es = follow("", id, () => current === me, {
+    run: showInfo,
+    phase: showPhase,
+    step: addStep,
+    frame: (f) => showFrame(id, f),
+    result: (res) => showResult(res, me.info),
+    end: finish,
+    done: () => me.done,
+    closed: () => recover(me),
   });
 }
 
@@ -288,7 +254,7 @@ async function recover(me) {
     for (const p of run.phases || []) showPhase(p);
     for (const s of run.steps) addStep(s);
     if (run.frame) showFrame(me.id, run.frame);
-    if (run.result) showResult(run.result);
+    if (run.result) showResult(run.result, me.info);
     if (run.state !== "done") notice("The event stream closed; reload the page to follow the run.", "error");
   } catch (e) {
     notice("Lost the run's event stream: " + e.message, "error");

@@ -1,0 +1,19 @@
+// Package layering holds the module's layering, bottom to top, and the test that keeps it: a
+// package imports only packages of lower layers. It has no code; its test parses the import
+// clauses of every package's non-test files (test files may reach up, e.g. to start the demo site)
+// and fails on an import of a package's own layer or above, and on a package no layer names.
+//
+//	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testutil,
+//	   web/internal/genrender, internal/layering
+//	1  bridge (the guarded Chromium), proxy (the egress proxy), audit (the store), each on policy
+//	2  coordinator (the run: tools, checks, evidence; a Browser interface, not the bridge's
+//	   Session), coordinator/browsertest, internal/testbrowser
+//	3  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
+//	   behind its own egress proxy)
+//	4  the servers, web (serve) and internal/mcpserver, internal/mcpguard (MCP), and, beside them at
+//	   the edge, the demo: demo-site and demo-site/presets, which no server imports
+//	5  internal/cli (every subcommand; it hands the demo's presets and policy to web)
+//	6  the commands (cmd/...), bench, tests/..., examples/wiki; 7 examples/wiki/cmd/wiki
+//
+// ARCHITECTURE.md at the root walks a run through these packages.
+package layering

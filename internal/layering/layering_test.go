@@ -1,0 +1,121 @@
+package layering
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/browser-agent/browser-agent"
+
+// layers places every package of the module (its path below the module root); see doc.go. A
+// package imports only packages of a lower layer.
+var layers = map[string]int{
+	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testutil": 0, "web/internal/genrender": 0,
+	"bridge": 1, "proxy": 1, "audit": 1,
+	"coordinator": 2, "coordinator/browsertest": 2, "internal/testbrowser": 2,
+	"coordinator/offline": 3, "coordinator/openai": 3, "internal/guarded": 3,
+	"web": 4, "internal/mcpserver": 4, "internal/mcpguard": 4, "demo-site": 4, "demo-site/presets": 4,
+	"internal/cli":      5,
+	"cmd/browser-agent": 6, "cmd/demo-site": 6, "bench": 6, "bench/plaincold": 6, "examples/wiki": 6,
+	"tests": 6, "tests/adversarial": 6, "tests/faults": 6, "tests/guard": 6, "tests/mcp": 6,
+	"examples/wiki/cmd/wiki": 7,
+}
+
+// TestImportsGoDown fails when a package imports a package of its own layer or of a higher one,
+// or when a package is in no layer.
+func TestImportsGoDown(t *testing.T) {
+	imports := moduleImports(t, filepath.Join("..", ".."))
+	if len(imports) < len(layers)/2 {
+		t.Fatalf("found %d packages; is the module root ../..?", len(imports))
+	}
+	var pkgs []string
+	for p := range imports {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		lp, ok := layers[p]
+		if !ok {
+			t.Errorf("%s is in no layer: place it in internal/layering (doc.go and layers)", p)
+			continue
+		}
+		for _, imp := range imports[p] {
+			li, ok := layers[imp]
+			switch {
+			case !ok:
+				t.Errorf("%s imports %s, which is in no layer", p, imp)
+			case li >= lp:
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package imports only lower layers (internal/layering/doc.go)", p, lp, imp, li)
+			}
+		}
+	}
+	for p := range layers {
+		if _, ok := imports[p]; !ok {
+			t.Errorf("layers names %s, which has no Go files: drop it", p)
+		}
+	}
+}
+
+// moduleImports parses the import clauses of every non-test Go file below root (whatever its
+// build constraints) and returns, for each package (a directory with Go files, tests included),
+// the module's packages its non-test files import, as paths below the module root.
+func moduleImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			n := d.Name()
+			if path != root && (strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") || n == "testdata" || n == "node_modules" || n == "driver") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(rel)
+		if _, ok := out[pkg]; !ok {
+			out[pkg] = nil // a package of tests only (tests/...) is in a layer too
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, is := range f.Imports {
+			imp, err := strconv.Unquote(is.Path.Value)
+			if err != nil {
+				return err
+			}
+			if rest, ok := strings.CutPrefix(imp, module+"/"); ok && !slices.Contains(out[pkg], rest) {
+				out[pkg] = append(out[pkg], rest)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("no go.mod at the module root %s: %v", root, err)
+	}
+	return out
+}
