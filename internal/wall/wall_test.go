@@ -1,0 +1,179 @@
+package wall
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostAddr is an address of this machine outside loopback (the first up interface's IPv4), or
+// "" when it has none.
+func hostAddr(t *testing.T) string {
+	t.Helper()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+				return n.IP.String()
+			}
+		}
+	}
+	return ""
+}
+
+// available is the machine's namespace kind; the wall's tests fail, never skip, without one.
+func available(t *testing.T) Availability {
+	t.Helper()
+	a := Probe()
+	if a.Err != nil {
+		t.Fatalf("the wall's tests need root or unprivileged user namespaces: %v", a.Err)
+	}
+	return a
+}
+
+// TestWallShell runs a shell in place of Chromium, through the launcher, and has it try every
+// way out: TCP and UDP to canaries on loopback and on the machine's own address, and the proxy's
+// address, which must reach the upstream (and only it) through the forwarder. Both kinds of
+// namespace are tried (a user namespace also works as root); the control, the same shell not
+// walled, reaches every canary.
+func TestWallShell(t *testing.T) {
+	kinds := []Kind{available(t).Kind}
+	if kinds[0] == Root {
+		kinds = append(kinds, User)
+	}
+	hosts := []string{"127.0.0.1"}
+	if h := hostAddr(t); h != "" {
+		hosts = append(hosts, h)
+	}
+	for _, k := range append(kinds, "") {
+		name := string(k)
+		if k == "" {
+			name = "control"
+		}
+		t.Run(name, func(t *testing.T) {
+			tcp, err := net.Listen("tcp4", "0.0.0.0:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tcp.Close()
+			udp, err := net.ListenPacket("udp4", "0.0.0.0:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer udp.Close()
+			up, err := net.Listen("tcp4", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer up.Close()
+			hits := make(chan string, 64)
+			go func() {
+				for {
+					c, err := tcp.Accept()
+					if err != nil {
+						return
+					}
+					hits <- "tcp from " + c.RemoteAddr().String()
+					c.Close()
+				}
+			}()
+			go func() {
+				buf := make([]byte, 512)
+				for {
+					n, from, err := udp.ReadFrom(buf)
+					if err != nil {
+						return
+					}
+					hits <- fmt.Sprintf("udp %q from %s", buf[:n], from)
+				}
+			}()
+			got := make(chan string, 1)
+			go func() {
+				c, err := up.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				got <- strings.TrimSpace(line)
+			}()
+			tp, up4 := tcp.Addr().(*net.TCPAddr).Port, udp.LocalAddr().(*net.UDPAddr).Port
+			var script strings.Builder
+			for _, h := range hosts {
+				fmt.Fprintf(&script, "(echo x > /dev/tcp/%s/%d) 2>/dev/null; (echo x > /dev/udp/%s/%d) 2>/dev/null; ", h, tp, h, up4)
+			}
+			fmt.Fprintf(&script, "echo through-the-forwarder > /dev/tcp/%s", strings.Replace(up.Addr().String(), ":", "/", 1))
+			var cmd *exec.Cmd
+			if k == "" {
+				cmd = exec.Command("/bin/bash", "-c", script.String())
+			} else {
+				exe, arg, err := Command(k, "/bin/bash", up.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd = exec.Command(exe, "-c", script.String(), arg)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			select {
+			case line := <-got:
+				if line != "through-the-forwarder" {
+					t.Errorf("upstream got %q", line)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("the proxy's address did not reach the upstream")
+			}
+			time.Sleep(200 * time.Millisecond) // late UDP datagrams
+			var seen []string
+			for len(hits) > 0 {
+				seen = append(seen, <-hits)
+			}
+			if k != "" && len(seen) > 0 {
+				t.Errorf("walled shell reached the canaries: %v", seen)
+			}
+			if want := 2 * len(hosts); k == "" && len(seen) != want {
+				t.Errorf("control reached %d canaries, want %d: %v", len(seen), want, seen)
+			}
+		})
+	}
+}
+
+func TestCommandRefuses(t *testing.T) {
+	for _, up := range []string{"10.0.0.1:8080", "localhost:80", "[::1]:80", "127.0.0.1"} {
+		if _, _, err := Command(Root, "/bin/true", up); err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("Command(%q) = %v, want an error naming loopback", up, err)
+		}
+	}
+	if _, _, err := Command("", "/bin/true", "127.0.0.1:1"); err == nil {
+		t.Errorf("Command without a kind: no error")
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, m := range Modes {
+		if got, err := ParseMode(string(m)); err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %q, %v", m, got, err)
+		}
+	}
+	for _, bad := range []string{"", "on", "Required", "true"} {
+		if _, err := ParseMode(bad); err == nil || !strings.Contains(err.Error(), "auto, required, off") {
+			t.Errorf("ParseMode(%q) = %v, want an error naming the modes", bad, err)
+		}
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }
