@@ -34,33 +34,6 @@ import (
 	"syscall"
 )
 
-// Mode is when a run's browser is walled: a policy's "wall" key.
-type Mode string
-
-// The modes.
-const (
-	// Auto walls the browser when the machine can (root, or unprivileged user namespaces), and
-	// otherwise runs it behind its egress proxy alone, saying so in the run's audit row.
-	Auto Mode = "auto"
-	// Required refuses to start a browser it cannot wall.
-	Required Mode = "required"
-	// Off never walls it: the egress proxy alone.
-	Off Mode = "off"
-)
-
-// Modes are the valid values of a policy's "wall" key.
-var Modes = []Mode{Auto, Required, Off}
-
-// ParseMode checks a policy's "wall" value.
-func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes {
-		if string(m) == s {
-			return m, nil
-		}
-	}
-	return "", fmt.Errorf("%q is not one of auto, required, off", s)
-}
-
 // Kind is how a namespace is made on this machine.
 type Kind string
 

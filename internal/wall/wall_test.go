@@ -163,17 +163,4 @@ func TestCommandRefuses(t *testing.T) {
 	}
 }
 
-func TestParseMode(t *testing.T) {
-	for _, m := range Modes {
-		if got, err := ParseMode(string(m)); err != nil || got != m {
-			t.Errorf("ParseMode(%q) = %q, %v", m, got, err)
-		}
-	}
-	for _, bad := range []string{"", "on", "Required", "true"} {
-		if _, err := ParseMode(bad); err == nil || !strings.Contains(err.Error(), "auto, required, off") {
-			t.Errorf("ParseMode(%q) = %v, want an error naming the modes", bad, err)
-		}
-	}
-}
-
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
