@@ -322,3 +322,36 @@ func TestWallSession(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkLaunchWall times a session's launch (Chromium up, checked, its page ready) and close,
+// walled and not, interleaved in each iteration: added-ns/op is the wall's cost per launch as a
+// run pays it.
+func BenchmarkLaunchWall(b *testing.B) {
+	if a := wall.Probe(); a.Err != nil {
+		b.Fatal(a.Err)
+	}
+	launch := func(m policy.WallMode) time.Duration {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		start := time.Now()
+		s, err := testRT.Launch(ctx, testFix.pol, WithWall(m))
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		return took
+	}
+	launch(policy.WallAuto) // warm up
+	var on, off time.Duration
+	for range b.N {
+		on += launch(policy.WallAuto)
+		off += launch(policy.WallOff)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(on.Nanoseconds())/n, "walled-ns/op")
+	b.ReportMetric(float64(off.Nanoseconds())/n, "direct-ns/op")
+	b.ReportMetric(float64((on-off).Nanoseconds())/n, "added-ns/op")
+}

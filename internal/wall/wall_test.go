@@ -164,3 +164,52 @@ func TestCommandRefuses(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// BenchmarkLauncher is the launcher's own cost, without Chromium: /bin/true started through it
+// (a new network namespace, lo up, the listener handed out, exec) against /bin/true started
+// directly, each iteration timing both (interleaved). added-ns/op is the wall's cost per launch.
+func BenchmarkLauncher(b *testing.B) {
+	a := Probe()
+	if a.Err != nil {
+		b.Fatal(a.Err)
+	}
+	up, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer up.Close()
+	for _, k := range []Kind{a.Kind, User} {
+		b.Run(string(k), func(b *testing.B) {
+			exe, arg, err := Command(k, "/bin/true", up.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			var walled, direct time.Duration
+			for range b.N {
+				start := time.Now()
+				if out, err := exec.Command(exe, arg).CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+				walled += time.Since(start)
+				start = time.Now()
+				if err := exec.Command("/bin/true").Run(); err != nil {
+					b.Fatal(err)
+				}
+				direct += time.Since(start)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(walled.Nanoseconds())/n, "walled-ns/op")
+			b.ReportMetric(float64(direct.Nanoseconds())/n, "direct-ns/op")
+			b.ReportMetric(float64((walled-direct).Nanoseconds())/n, "added-ns/op")
+		})
+	}
+}
+
+// BenchmarkProbe is Probe's cost, paid once per process (the first launch).
+func BenchmarkProbe(b *testing.B) {
+	for range b.N {
+		if a := probe(os.Geteuid() == 0); a.Err != nil {
+			b.Fatal(a.Err)
+		}
+	}
+}
