@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/internal/wall"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
@@ -114,25 +115,6 @@ func (c *canaries) take() map[string][]string {
 	return out
 }
 
-// hostIPv4 is the machine's first IPv4 address outside loopback.
-func hostIPv4(t *testing.T) string {
-	t.Helper()
-	ifs, _ := net.Interfaces()
-	for _, i := range ifs {
-		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-				return n.IP.String()
-			}
-		}
-	}
-	t.Fatal("the wall test needs an IPv4 address outside loopback for its canaries")
-	return ""
-}
-
 // resolverWrapper is a Chromium that resolves names through dns, the canary's address: it runs
 // the real one in a mount namespace of its own where /etc/resolv.conf names only dns.
 func resolverWrapper(t *testing.T, dns string) string {
@@ -162,7 +144,7 @@ func TestWall(t *testing.T) {
 	if a := wall.Probe(); a.Err != nil {
 		t.Fatalf("the wall test needs root or unprivileged user namespaces: %v", a.Err)
 	}
-	host := hostIPv4(t)
+	host := testutil.HostIPv4(t)
 	can := newCanaries(t)
 	chromium := resolverWrapper(t, host)
 	tcpPort, udpPort := can.tcp.Addr().(*net.TCPAddr).Port, can.udp.LocalAddr().(*net.UDPAddr).Port
@@ -224,12 +206,12 @@ func TestWall(t *testing.T) {
 				if mode == policy.WallOff {
 					// The control: every kind reaches its canary (DNS retries; wait for all).
 					seen := map[string][]string{}
-					for end := time.Now().Add(15 * time.Second); len(seen) < 3 && time.Now().Before(end); {
-						time.Sleep(100 * time.Millisecond)
+					testutil.Eventually(15*time.Second, func() bool {
 						for k, v := range can.take() {
 							seen[k] = append(seen[k], v...)
 						}
-					}
+						return len(seen) == 3
+					})
 					for _, k := range []string{"tcp", "dns", "udp"} {
 						if len(seen[k]) == 0 {
 							t.Errorf("control: the page's %s did not reach its canary: the test cannot see the wall (got %v)", k, seen)

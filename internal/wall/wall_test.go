@@ -9,29 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// hostAddr is an address of this machine outside loopback (the first up interface's IPv4), or
-// "" when it has none.
-func hostAddr(t *testing.T) string {
-	t.Helper()
-	ifs, err := net.Interfaces()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, i := range ifs {
-		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
-				return n.IP.String()
-			}
-		}
-	}
-	return ""
-}
+	"github.com/browser-agent/browser-agent/internal/testutil"
+)
 
 // available is the machine's namespace kind; the wall's tests fail, never skip, without one.
 func available(t *testing.T) Availability {
@@ -53,10 +33,7 @@ func TestWallShell(t *testing.T) {
 	if kinds[0] == Root {
 		kinds = append(kinds, User)
 	}
-	hosts := []string{"127.0.0.1"}
-	if h := hostAddr(t); h != "" {
-		hosts = append(hosts, h)
-	}
+	hosts := []string{"127.0.0.1", testutil.HostIPv4(t)}
 	for _, k := range append(kinds, "") {
 		name := string(k)
 		if k == "" {
