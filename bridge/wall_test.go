@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,71 +48,6 @@ func wallBypass(host string) []string {
 	}
 }
 
-// canaries are a TCP listener, a UDP listener (STUN) and a DNS server (UDP port 53) on every
-// address of the host, each counting what reaches it.
-type canaries struct {
-	tcp      net.Listener
-	udp, dns net.PacketConn
-	mu       sync.Mutex
-	hits     map[string][]string // kind -> what arrived
-}
-
-func newCanaries(t *testing.T) *canaries {
-	t.Helper()
-	c := &canaries{hits: map[string][]string{}}
-	var err error
-	if c.tcp, err = net.Listen("tcp4", "0.0.0.0:0"); err != nil {
-		t.Fatal(err)
-	}
-	if c.udp, err = net.ListenPacket("udp4", "0.0.0.0:0"); err != nil {
-		t.Fatal(err)
-	}
-	if c.dns, err = net.ListenPacket("udp4", "0.0.0.0:53"); err != nil {
-		t.Fatalf("the wall test's DNS canary needs UDP port 53 (run as root): %v", err)
-	}
-	t.Cleanup(func() { c.tcp.Close(); c.udp.Close(); c.dns.Close() })
-	go func() {
-		for {
-			conn, err := c.tcp.Accept()
-			if err != nil {
-				return
-			}
-			c.hit("tcp", conn.RemoteAddr().String())
-			conn.Close()
-		}
-	}()
-	for kind, pc := range map[string]net.PacketConn{"udp": c.udp, "dns": c.dns} {
-		go func() {
-			buf := make([]byte, 1500)
-			for {
-				n, from, err := pc.ReadFrom(buf)
-				if err != nil {
-					return
-				}
-				if kind == "dns" && !strings.Contains(string(buf[:n]), "wall-canary") {
-					continue // only the page's names
-				}
-				c.hit(kind, from.String())
-			}
-		}()
-	}
-	return c
-}
-
-func (c *canaries) hit(kind, from string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.hits[kind] = append(c.hits[kind], from)
-}
-
-func (c *canaries) take() map[string][]string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.hits
-	c.hits = map[string][]string{}
-	return out
-}
-
 // resolverWrapper is a Chromium that resolves names through dns, the canary's address: it runs
 // the real one in a mount namespace of its own where /etc/resolv.conf names only dns.
 func resolverWrapper(t *testing.T, dns string) string {
@@ -145,9 +78,9 @@ func TestWall(t *testing.T) {
 		t.Fatalf("the wall test needs root or unprivileged user namespaces: %v", a.Err)
 	}
 	host := testutil.HostIPv4(t)
-	can := newCanaries(t)
+	can := testutil.NewCanaries(t, "wall-canary")
 	chromium := resolverWrapper(t, host)
-	tcpPort, udpPort := can.tcp.Addr().(*net.TCPAddr).Port, can.udp.LocalAddr().(*net.UDPAddr).Port
+	tcpPort, udpPort := can.TCPPort(), can.UDPPort()
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, wallPage, host, tcpPort, udpPort, strings.TrimPrefix(r.URL.Path, "/wall/"))
@@ -207,7 +140,7 @@ func TestWall(t *testing.T) {
 					// The control: every kind reaches its canary (DNS retries; wait for all).
 					seen := map[string][]string{}
 					testutil.Eventually(15*time.Second, func() bool {
-						for k, v := range can.take() {
+						for k, v := range can.Take() {
 							seen[k] = append(seen[k], v...)
 						}
 						return len(seen) == 3
@@ -218,11 +151,11 @@ func TestWall(t *testing.T) {
 						}
 					}
 					time.Sleep(time.Second) // late retries land in no other subtest
-					can.take()
+					can.Take()
 					return
 				}
 				time.Sleep(time.Second) // datagrams still in flight
-				if hits = can.take(); len(hits) > 0 {
+				if hits = can.Take(); len(hits) > 0 {
 					t.Errorf("walled browser reached the canaries: %v", hits)
 				}
 			})

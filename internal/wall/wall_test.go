@@ -40,42 +40,12 @@ func TestWallShell(t *testing.T) {
 			name = "control"
 		}
 		t.Run(name, func(t *testing.T) {
-			tcp, err := net.Listen("tcp4", "0.0.0.0:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tcp.Close()
-			udp, err := net.ListenPacket("udp4", "0.0.0.0:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer udp.Close()
+			can := testutil.NewCanaries(t, "")
 			up, err := net.Listen("tcp4", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer up.Close()
-			hits := make(chan string, 64)
-			go func() {
-				for {
-					c, err := tcp.Accept()
-					if err != nil {
-						return
-					}
-					hits <- "tcp from " + c.RemoteAddr().String()
-					c.Close()
-				}
-			}()
-			go func() {
-				buf := make([]byte, 512)
-				for {
-					n, from, err := udp.ReadFrom(buf)
-					if err != nil {
-						return
-					}
-					hits <- fmt.Sprintf("udp %q from %s", buf[:n], from)
-				}
-			}()
 			got := make(chan string, 1)
 			go func() {
 				c, err := up.Accept()
@@ -86,7 +56,7 @@ func TestWallShell(t *testing.T) {
 				line, _ := bufio.NewReader(c).ReadString('\n')
 				got <- strings.TrimSpace(line)
 			}()
-			tp, up4 := tcp.Addr().(*net.TCPAddr).Port, udp.LocalAddr().(*net.UDPAddr).Port
+			tp, up4 := can.TCPPort(), can.UDPPort()
 			var script strings.Builder
 			for _, h := range hosts {
 				fmt.Fprintf(&script, "(echo x > /dev/tcp/%s/%d) 2>/dev/null; (echo x > /dev/udp/%s/%d) 2>/dev/null; ", h, tp, h, up4)
@@ -115,15 +85,12 @@ func TestWallShell(t *testing.T) {
 				t.Errorf("the proxy's address did not reach the upstream")
 			}
 			time.Sleep(200 * time.Millisecond) // late UDP datagrams
-			var seen []string
-			for len(hits) > 0 {
-				seen = append(seen, <-hits)
-			}
+			seen := can.Take()
 			if k != "" && len(seen) > 0 {
 				t.Errorf("walled shell reached the canaries: %v", seen)
 			}
-			if want := 2 * len(hosts); k == "" && len(seen) != want {
-				t.Errorf("control reached %d canaries, want %d: %v", len(seen), want, seen)
+			if k == "" && (len(seen["tcp"]) != len(hosts) || len(seen["udp"]) != len(hosts)) {
+				t.Errorf("control reached %v, want tcp and udp from each of %v", seen, hosts)
 			}
 		})
 	}
