@@ -156,7 +156,8 @@ type walledBrowser struct {
 func (w walledBrowser) Wall() string { return w.wall }
 
 // TestWallRecorded: the run's audit row records the browser's line about the wall, as its
-// Launcher returned the browser; a browser that cannot say leaves it empty.
+// Launcher returned the browser (or as a session was given it); a browser that cannot say leaves
+// it empty.
 func TestWallRecorded(t *testing.T) {
 	d := startDemo(t)
 	for _, tc := range []struct {
@@ -174,6 +175,19 @@ func TestWallRecorded(t *testing.T) {
 			Launch: func(context.Context) (coordinator.Browser, io.Closer, error) { return b, io.NopCloser(nil), nil }})
 		if got := rec.runs[res.RunID].Wall; got != tc.want {
 			t.Errorf("recorded wall %q, want %q", got, tc.want)
+		}
+		// A session (the MCP server's) is given its browser: its row says the same.
+		srec := newRecorder()
+		cs, err := coordinator.New(d.pol, coordinator.WithRecorder(srec)).StartSession(t.Context(), coordinator.SessionArgs{Browser: b, ModelName: "mcp:test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := srec.runs[cs.RunID()].Wall; got != tc.want {
+			t.Errorf("session's row at its start: wall %q, want %q", got, tc.want)
+		}
+		res = cs.End(t.Context(), "done")
+		if got := srec.runs[res.RunID].Wall; got != tc.want {
+			t.Errorf("session's row at its end: wall %q, want %q", got, tc.want)
 		}
 	}
 }
