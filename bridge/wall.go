@@ -33,8 +33,10 @@ func (c *config) wallMode(pol *policy.Policy) policy.WallMode {
 // planWall decides whether the launch is walled and sets s.wall to the audit's line about it. It
 // returns the executable Playwright starts and the arguments to add: cfg.chromium and none when
 // the browser is not walled, the launcher and its argument when it is. proxyServer is the
-// browser's proxy (the egress proxy, or the refusing one), on loopback. A policy that requires
-// the wall on a machine without namespaces is refused with a SetupError.
+// browser's proxy (the egress proxy, or the refusing one): the forwarder listens on the same
+// address inside the namespace, so it must be on IPv4 loopback. When the wall cannot be had (no
+// namespaces here, or a proxy elsewhere) auto goes on without it and says why; a policy that
+// requires it is refused with a SetupError.
 func (s *Session) planWall(proxyServer string) (exe string, args []string, err error) {
 	mode := s.cfg.wallMode(s.pol)
 	if mode == policy.WallOff {
@@ -49,21 +51,22 @@ func (s *Session) planWall(proxyServer string) (exe string, args []string, err e
 		probe = wall.Probe
 	}
 	a := probe()
-	if a.Err != nil {
+	why := a.Err
+	var arg string
+	if why == nil {
+		host := proxyServer
+		if u, err := url.Parse(proxyServer); err == nil && u.Host != "" {
+			host = u.Host
+		}
+		exe, arg, why = wall.Command(a.Kind, s.cfg.chromium, host)
+	}
+	if why != nil {
 		if mode == policy.WallRequired {
 			return "", nil, &SetupError{What: "the wall (a network namespace for Chromium)",
-				Problem: "is required by the policy (wall: required) but cannot be made here", Err: a.Err, Fix: FixWall}
+				Problem: "is required by the policy (wall: required) but cannot be made here", Err: why, Fix: FixWall}
 		}
-		s.wall = a.Status()
+		s.wall = "off: " + why.Error()
 		return s.cfg.chromium, nil, nil
-	}
-	u, err := url.Parse(proxyServer)
-	if err != nil || u.Host == "" {
-		return "", nil, fmt.Errorf("launch: wall: proxy %q: not a URL", proxyServer)
-	}
-	exe, arg, err := wall.Command(a.Kind, s.cfg.chromium, u.Host)
-	if err != nil {
-		return "", nil, fmt.Errorf("launch: %w", err)
 	}
 	s.wall, s.walled = a.Status(), true
 	return exe, []string{arg}, nil

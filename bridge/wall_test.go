@@ -222,20 +222,25 @@ func TestWallSession(t *testing.T) {
 			}
 		})
 	}
-	t.Run("required without namespaces", func(t *testing.T) {
-		t.Parallel()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		s, err := testRT.Launch(ctx, reqPol, none)
-		if err == nil {
-			s.Close()
-			t.Fatal("a policy that requires the wall launched a browser without it")
-		}
-		var se *SetupError
-		if !errors.As(err, &se) || !strings.Contains(err.Error(), "wall: required") || !strings.Contains(se.StartReason(), FixWall) {
-			t.Errorf("error %v: want a SetupError naming wall: required and the fix", err)
-		}
-	})
+	for name, opt := range map[string]Option{
+		"required without namespaces":     none,
+		"required with a proxy elsewhere": WithProxy("http://192.0.2.1:3128", "", ""),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			s, err := testRT.Launch(ctx, reqPol, opt)
+			if err == nil {
+				s.Close()
+				t.Fatal("a policy that requires the wall launched a browser without it")
+			}
+			var se *SetupError
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), "wall: required") || !strings.Contains(se.StartReason(), FixWall) {
+				t.Errorf("error %v: want a SetupError naming wall: required and the fix", err)
+			}
+		})
+	}
 }
 
 // BenchmarkLaunchWall times a session's launch (Chromium up, checked, its page ready), walled and

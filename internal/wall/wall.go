@@ -136,11 +136,11 @@ func Executable() (string, error) {
 // listens on that same address inside the namespace, so the browser's proxy setting is unchanged.
 func Command(k Kind, chromium, upstream string) (exe, arg string, err error) {
 	if k != Root && k != User {
-		return "", "", fmt.Errorf("wall: no namespace kind %q", k)
+		return "", "", fmt.Errorf("no namespace kind %q", k)
 	}
 	ap, err := netip.ParseAddrPort(upstream)
 	if err != nil || !ap.Addr().IsLoopback() || !ap.Addr().Is4() {
-		return "", "", fmt.Errorf("wall: the egress proxy %q is not an IPv4 loopback address", upstream)
+		return "", "", fmt.Errorf("the browser's proxy %q is not an IPv4 loopback address (the wall forwards to the same address inside)", upstream)
 	}
 	if exe, err = Executable(); err != nil {
 		return "", "", err
