@@ -40,6 +40,7 @@ const (
 	FieldProcStart        = "proc_start" // that process's start marker (see ProcessMarker)
 	FieldKind             = "kind"
 	FieldClient           = "client"
+	FieldWall             = "wall"
 
 	// steps
 	FieldRunID         = "run_id"
@@ -126,6 +127,9 @@ type Run struct {
 	ProcStart string `json:"proc_start"`
 	Kind      string `json:"kind"`   // KindRun, KindMCP or KindGuard; "" means KindRun
 	Client    string `json:"client"` // for KindMCP and KindGuard: the client's name and version
+	// Wall is the run's line about the operating system's wall around its browser: "on: ..." (how)
+	// or "off: ..." (why not); "" when no browser was launched. FinishRun records it.
+	Wall string `json:"wall"`
 }
 
 // Step is one tool call of a run and the decision on it: the canonical step record, the shared
@@ -239,6 +243,9 @@ var migrations = []string{
 	// 5: the kind of a run (run or mcp) and, for mcp, the client that made the calls.
 	`ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';
 	ALTER TABLE runs ADD COLUMN client TEXT NOT NULL DEFAULT '';`,
+
+	// 6: the operating system's wall around the run's browser: on (how) or off (why).
+	`ALTER TABLE runs ADD COLUMN wall TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this program writes (PRAGMA user_version).
@@ -407,7 +414,7 @@ func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 var runColumns = []string{
 	FieldID, FieldStartedAt, FieldFinishedAt, FieldRecordID, FieldPreset, FieldModel, FieldStatus,
 	FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD, FieldSimulated,
-	FieldPID, FieldProcStart, FieldKind, FieldClient,
+	FieldPID, FieldProcStart, FieldKind, FieldClient, FieldWall,
 }
 
 // stepColumns are the steps columns in insert and scan order.
@@ -427,6 +434,7 @@ func cleanRun(r Run) Run {
 	r.Reason = auditText(r.Reason)
 	r.Kind = policy.Cut(r.Kind, maxShortLen)
 	r.Client = auditText(r.Client)
+	r.Wall = auditText(r.Wall)
 	if r.Kind == "" {
 		r.Kind = KindRun
 	}
@@ -468,7 +476,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		r.ID, formatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
-		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.PID, r.ProcStart, r.Kind, r.Client)
+		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.PID, r.ProcStart, r.Kind, r.Client, r.Wall)
 	if err != nil {
 		if werr := s.writeError("begin run", err); werr != err {
 			return "", werr
@@ -515,8 +523,8 @@ func isForeignKey(err error) bool {
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
 }
 
-// FinishRun records the end of run r.ID: its status, reason, step count, tokens, cost and
-// finished_at (now when zero). Simulated can only be turned on, never off. A missing run gives
+// FinishRun records the end of run r.ID: its status, reason, step count, tokens, cost, wall and
+// finished_at (now when zero); an empty Wall keeps the one recorded. Simulated can only be turned on, never off. A missing run gives
 // ErrNotFound.
 func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	if err := checkRunID(r.ID); err != nil {
@@ -529,12 +537,12 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 		r.FinishedAt = time.Now()
 	}
 	r = cleanRun(r)
-	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = MAX(%s, ?) WHERE %s = ?",
+	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = MAX(%s, ?), %s = COALESCE(NULLIF(?, ''), %s) WHERE %s = ?",
 		FieldFinishedAt, FieldStatus, FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens,
-		FieldCostUSD, FieldSimulated, FieldSimulated, FieldID)
+		FieldCostUSD, FieldSimulated, FieldSimulated, FieldWall, FieldWall, FieldID)
 	res, err := s.db.ExecContext(ctx, q,
 		formatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
-		r.CostUSD, r.Simulated, r.ID)
+		r.CostUSD, r.Simulated, r.Wall, r.ID)
 	if err != nil {
 		if werr := s.writeError("finish run", err); werr != err {
 			return werr
@@ -563,7 +571,7 @@ func scanRun(sc scanner) (Run, error) {
 		pid               int64
 	)
 	if err := sc.Scan(&r.ID, &started, &finished, &r.RecordID, &r.Preset, &r.Model, &r.Status,
-		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &pid, &r.ProcStart, &r.Kind, &r.Client); err != nil {
+		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &pid, &r.ProcStart, &r.Kind, &r.Client, &r.Wall); err != nil {
 		return Run{}, err
 	}
 	var err error

@@ -155,7 +155,8 @@ func TestRunRoundTrip(t *testing.T) {
 	after := time.Now()
 	end := start.Add(42 * time.Second)
 	fin := Run{ID: id, FinishedAt: end, Status: "answered", Reason: "evidence backs every value", StepCount: 2,
-		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true}
+		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true,
+		Wall: "on: network namespace with loopback only (root)"}
 	if err := s.FinishRun(ctx, fin); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,8 @@ func TestRunRoundTrip(t *testing.T) {
 	wantRun := Run{ID: id, StartedAt: start.UTC(), FinishedAt: end.UTC(), RecordID: "R-1042", Preset: "demo",
 		Model: "openai:gpt-4.1-mini", Status: "answered", Reason: "evidence backs every value", StepCount: 2,
 		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true,
-		PID: os.Getpid(), ProcStart: ProcessMarker(os.Getpid()), Kind: KindRun}
+		PID: os.Getpid(), ProcStart: ProcessMarker(os.Getpid()), Kind: KindRun,
+		Wall: "on: network namespace with loopback only (root)"}
 	if !reflect.DeepEqual(gotRun, wantRun) {
 		t.Errorf("Run:\n\tgot  %+v\n\twant %+v", gotRun, wantRun)
 	}
@@ -187,13 +189,14 @@ func TestRunRoundTrip(t *testing.T) {
 		t.Errorf("steps:\n\tgot  %+v\n\twant %+v", gotSteps, wantSteps)
 	}
 
-	// Simulated only turns on: a later FinishRun without it keeps it.
-	fin.Simulated = false
+	// Simulated only turns on, and an empty Wall keeps the one recorded: a later FinishRun without
+	// them keeps them.
+	fin.Simulated, fin.Wall = false, ""
 	if err := s.FinishRun(ctx, fin); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := s.Run(ctx, id); !r.Simulated {
-		t.Errorf("Simulated after FinishRun(Simulated: false):\n\tgot  false\n\twant true")
+	if r, _, _ := s.Run(ctx, id); !r.Simulated || r.Wall != wantRun.Wall {
+		t.Errorf("after FinishRun(Simulated: false, Wall: \"\"):\n\tgot  %v %q\n\twant true %q", r.Simulated, r.Wall, wantRun.Wall)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"time"
 
+	"github.com/browser-agent/browser-agent/internal/wall"
+	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -47,6 +49,8 @@ type config struct {
 	bodyCap    int64
 	frameCap   int
 	sessionTTL time.Duration
+	wall       policy.WallMode          // for policies that do not say (wall.go)
+	wallProbe  func() wall.Availability // tests: the machine as they need it; nil: wall.Probe
 	chunkSize  int
 	textCap    int
 	settle     time.Duration

@@ -64,6 +64,8 @@ type Session struct {
 	version  string
 	pid      int
 	ua       string // the browser's User-Agent, sent on the bridge's own document fetches
+	wall     string // the audit's line about the operating system's wall (wall.go)
+	walled   bool   // Chromium was launched behind it
 
 	done      chan struct{} // closed when the session closes
 	closeOnce sync.Once
@@ -167,22 +169,11 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	args := append(append([]string(nil), launchArgs...), cfg.extraArgs...)
-	s.bctx, err = rt.pw.Chromium.LaunchPersistentContext(s.profile, playwright.BrowserTypeLaunchPersistentContextOptions{
-		ExecutablePath:  playwright.String(cfg.chromium),
-		Headless:        playwright.Bool(true),
-		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0), // Playwright adds --no-sandbox unless this is true
-		Args:            args,
-		Proxy:           proxy,
-		ServiceWorkers:  playwright.ServiceWorkerPolicyBlock,
-		AcceptDownloads: playwright.Bool(false),
-		DownloadsPath:   playwright.String(filepath.Join(s.profile, "downloads")),
-		ArtifactsDir:    playwright.String(filepath.Join(s.profile, "artifacts")),
-		Timeout:         playwright.Float(float64(timeout.Milliseconds())),
-		HandleSIGINT:    playwright.Bool(false),
-		HandleSIGTERM:   playwright.Bool(false),
-		HandleSIGHUP:    playwright.Bool(false),
-	})
+	exe, args, err := s.command(proxy.Server)
+	if err != nil {
+		return s, err
+	}
+	s.bctx, err = rt.pw.Chromium.LaunchPersistentContext(s.profile, s.launchOptions(exe, args, proxy, timeout))
 	if err != nil {
 		return s, chromiumError(ctx, cfg.chromium, timeout, err)
 	}
@@ -213,8 +204,38 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 			_ = s.Close()
 		})
 	}
-	cfg.logf("bridge: launched chromium %s pid %d, profile %s", s.version, s.pid, s.profile)
+	cfg.logf("bridge: launched chromium %s pid %d, profile %s, wall %s", s.version, s.pid, s.profile, s.wall)
 	return s, nil
+}
+
+// command is the executable Playwright starts for the session (Chromium, or the wall's launcher)
+// and its arguments on top of Playwright's defaults, the browser's proxy at proxyServer.
+func (s *Session) command(proxyServer string) (exe string, args []string, err error) {
+	exe, wallArgs, err := s.planWall(proxyServer)
+	if err != nil {
+		return "", nil, err
+	}
+	return exe, append(append(append([]string(nil), launchArgs...), s.cfg.extraArgs...), wallArgs...), nil
+}
+
+// launchOptions are the Playwright options of the session's Chromium: exe (Chromium, or the
+// wall's launcher) with args on top of Playwright's defaults, behind proxy, bounded by timeout.
+func (s *Session) launchOptions(exe string, args []string, proxy *playwright.Proxy, timeout time.Duration) playwright.BrowserTypeLaunchPersistentContextOptions {
+	return playwright.BrowserTypeLaunchPersistentContextOptions{
+		ExecutablePath:  playwright.String(exe),
+		Headless:        playwright.Bool(true),
+		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0), // Playwright adds --no-sandbox unless this is true
+		Args:            args,
+		Proxy:           proxy,
+		ServiceWorkers:  playwright.ServiceWorkerPolicyBlock,
+		AcceptDownloads: playwright.Bool(false),
+		DownloadsPath:   playwright.String(filepath.Join(s.profile, "downloads")),
+		ArtifactsDir:    playwright.String(filepath.Join(s.profile, "artifacts")),
+		Timeout:         playwright.Float(float64(timeout.Milliseconds())),
+		HandleSIGINT:    playwright.Bool(false),
+		HandleSIGTERM:   playwright.Bool(false),
+		HandleSIGHUP:    playwright.Bool(false),
+	}
 }
 
 // setupPage installs the init script and the request routes on the browser context, then takes
@@ -305,7 +326,7 @@ func (s *Session) verifyBrowser(ctx context.Context) error {
 	if !isDescendant(s.pid, os.Getpid()) {
 		return fmt.Errorf("%w: pid %d is not a child of this process", ErrNotLaunched, s.pid)
 	}
-	return nil
+	return s.verifyWall(s.pid)
 }
 
 // isDescendant reports whether pid has ancestor among its parents (Linux /proc).

@@ -320,6 +320,9 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 		}
 		r.a.Browser, r.closer = b, closer
 	}
+	if w, ok := r.a.Browser.(Walled); ok {
+		r.wall = w.Wall()
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.deadline)
 	defer cancel()
 	status, reason := r.loop(rctx, task)
@@ -357,6 +360,7 @@ type run struct {
 	shown  map[string]bool
 	listed []string
 	closer io.Closer // the browser Run launched; closed before the end is recorded
+	wall   string    // the browser's line about the operating system's wall (Walled), for the audit
 	// task is the run's task, parsed once by newRun under the policy; taskErr says why it was
 	// not accepted.
 	task    policy.Task
@@ -413,6 +417,7 @@ func (r *run) record() audit.Run {
 		CompletionTokens: r.res.Usage.CompletionTokens,
 		CostUSD:          r.res.Usage.CostUSD,
 		Simulated:        r.res.Simulated,
+		Wall:             r.wall,
 	}
 }
 

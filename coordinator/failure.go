@@ -18,6 +18,13 @@ type Liveness interface {
 	Alive() error
 }
 
+// Walled is implemented by browsers that can say whether the operating system walls them in (a
+// network namespace whose only way out is the run's egress proxy): "on: ..." or "off: ..." and
+// why. The run's audit row records it.
+type Walled interface {
+	Wall() string
+}
+
 // browserGone reports why b can no longer be used, or nil (also when b cannot tell).
 func browserGone(b Browser) error {
 	if l, ok := b.(Liveness); ok {

@@ -146,3 +146,48 @@ func TestBrowserExited(t *testing.T) {
 		t.Errorf("got %s %q, %d steps; want error \"browser: Chromium exited\", 1 step", res.Status, res.Reason, len(res.Steps))
 	}
 }
+
+// walledBrowser says how the operating system walls it in.
+type walledBrowser struct {
+	*browsertest.Pages
+	wall string
+}
+
+func (w walledBrowser) Wall() string { return w.wall }
+
+// TestWallRecorded: the run's audit row records the browser's line about the wall, as its
+// Launcher returned the browser (or as a session was given it); a browser that cannot say leaves
+// it empty.
+func TestWallRecorded(t *testing.T) {
+	d := startDemo(t)
+	for _, tc := range []struct {
+		browser coordinator.Browser
+		want    string
+	}{
+		{walledBrowser{browsertest.NewPages(nil), "on: network namespace with loopback only (root)"}, "on: network namespace with loopback only (root)"},
+		{walledBrowser{browsertest.NewPages(nil), "off: no network namespace can be made here"}, "off: no network namespace can be made here"},
+		{browsertest.NewPages(nil), ""},
+	} {
+		rec := newRecorder()
+		b := tc.browser
+		res := coordinator.New(d.pol, coordinator.WithRecorder(rec)).Run(t.Context(), coordinator.RunArgs{
+			Task: "Look up SYN-0042", Model: script(cannotAnswer("no")),
+			Launch: func(context.Context) (coordinator.Browser, io.Closer, error) { return b, io.NopCloser(nil), nil }})
+		if got := rec.runs[res.RunID].Wall; got != tc.want {
+			t.Errorf("recorded wall %q, want %q", got, tc.want)
+		}
+		// A session (the MCP server's) is given its browser: its row says the same.
+		srec := newRecorder()
+		cs, err := coordinator.New(d.pol, coordinator.WithRecorder(srec)).StartSession(t.Context(), coordinator.SessionArgs{Browser: b, ModelName: "mcp:test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := srec.runs[cs.RunID()].Wall; got != tc.want {
+			t.Errorf("session's row at its start: wall %q, want %q", got, tc.want)
+		}
+		res = cs.End(t.Context(), "done")
+		if got := srec.runs[res.RunID].Wall; got != tc.want {
+			t.Errorf("session's row at its end: wall %q, want %q", got, tc.want)
+		}
+	}
+}

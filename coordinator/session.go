@@ -72,6 +72,9 @@ func (c *Coordinator) StartSession(ctx context.Context, a SessionArgs) (*Session
 		return nil, fmt.Errorf("coordinator: no policy")
 	}
 	r := c.newRun(RunArgs{Browser: a.Browser, ModelName: a.ModelName})
+	if w, ok := a.Browser.(Walled); ok {
+		r.wall = w.Wall()
+	}
 	if err := r.begin(ctx); err != nil {
 		return nil, err
 	}

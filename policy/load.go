@@ -94,6 +94,8 @@ type file struct {
 	// WriteWords extends DefaultWriteWords; the defaults cannot be removed.
 	WriteWords []str       `yaml:"write_words"`
 	Record     *fileRecord `yaml:"record"`
+	// Wall is when the run's browser runs behind the operating system's wall: see WallMode.
+	Wall str `yaml:"wall"`
 }
 
 // fileRecord is the record key: see Record.
@@ -308,6 +310,14 @@ func compile(f *file, name string) (*Policy, error) {
 			p.models = append(p.models, m.V)
 		}
 		p.approved[m.V] = true
+	}
+	if f.Wall.Line > 0 {
+		switch m := WallMode(f.Wall.V); m {
+		case WallAuto, WallRequired, WallOff:
+			p.wall = m
+		default:
+			return nil, fail(f.Wall.Line, "wall", "%q is not one of auto, required, off", f.Wall.V)
+		}
 	}
 	if l := f.Limits.MaxRedirectHops; l.Set {
 		if l.V < 0 || l.V > 20 {

@@ -134,7 +134,23 @@ type Policy struct {
 	writeWords map[string]bool
 	stemWords  [][]byte // writeWords, sorted, for the stem search of isWriteToken
 	record     *Record  // nil when the file declares no record key
+	wall       WallMode // "" when the file does not say
 }
+
+// WallMode is a policy's "wall" key: when the run's browser runs behind the operating system's
+// wall (a network namespace of its own whose only way out is the run's egress proxy; Linux).
+type WallMode string
+
+// The wall's modes.
+const (
+	// WallAuto walls the browser when the machine can (root, or unprivileged user namespaces),
+	// and otherwise runs it behind its egress proxy alone, saying so in the run's audit row.
+	WallAuto WallMode = "auto"
+	// WallRequired refuses to start a browser that cannot be walled.
+	WallRequired WallMode = "required"
+	// WallOff never walls it: the egress proxy alone.
+	WallOff WallMode = "off"
+)
 
 type site struct {
 	scheme, host string
@@ -479,6 +495,10 @@ func (p *Policy) ApprovedModels() []string { return append([]string(nil), p.mode
 
 // Limits returns the run limits.
 func (p *Policy) Limits() Limits { return p.limits }
+
+// Wall is the policy's "wall" key; "" when the file does not say (the launch's default applies,
+// WallAuto unless the program was told otherwise).
+func (p *Policy) Wall() WallMode { return p.wall }
 
 // Sites lists the allowed sites.
 func (p *Policy) Sites() []Site {

@@ -296,6 +296,7 @@ func TestLoadRejectsBadFiles(t *testing.T) {
 		{"bad_run_bytes_range.yaml", `testdata/bad_run_bytes_range.yaml:6: limits.max_run_bytes: 524288 is out of range 1MiB..4GiB`},
 		{"bad_page_requests_range.yaml", `testdata/bad_page_requests_range.yaml:6: limits.max_page_requests: 0 is out of range 1..10000`},
 		{"bad_concurrent_range.yaml", `testdata/bad_concurrent_range.yaml:6: limits.max_concurrent_requests: 65 is out of range 1..64`},
+		{"bad_wall.yaml", `testdata/bad_wall.yaml:5: wall: "always" is not one of auto, required, off`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -507,6 +508,31 @@ func TestLoadBudgets(t *testing.T) {
 		got := p.Limits()
 		if got.MaxRunBytes != tt.want || got.MaxPageRequests != 7 || got.MaxConcurrentRequests != 2 {
 			t.Errorf("max_run_bytes %s:\n\tgot  %+v\n\twant MaxRunBytes %d, MaxPageRequests 7, MaxConcurrentRequests 2", tt.runBytes, got, tt.want)
+		}
+	}
+}
+
+// TestWallKey reads the "wall" key: absent is "" (the launch's default), each mode as written;
+// any other value is refused with its line (and the key and the modes: bad_wall.yaml in
+// TestLoadRejectsBadFiles).
+func TestWallKey(t *testing.T) {
+	base := "version: 1\nsites:\n  - origin: http://127.0.0.1:8081\n    read: [/]\n"
+	for _, tt := range []struct {
+		add  string
+		want WallMode
+	}{{"", ""}, {"wall: auto\n", WallAuto}, {"wall: required\n", WallRequired}, {"wall: off\n", WallOff}} {
+		p, err := Parse([]byte(base+tt.add), "p")
+		if err != nil {
+			t.Fatalf("%q: %v", tt.add, err)
+		}
+		if p.Wall() != tt.want {
+			t.Errorf("%q: Wall() = %q, want %q", tt.add, p.Wall(), tt.want)
+		}
+	}
+	for _, bad := range []string{`wall: ""`, "wall: on", "wall: Required", "wall: [required]"} {
+		_, err := Parse([]byte(base+bad+"\n"), "p")
+		if err == nil || !strings.Contains(err.Error(), "p:5:") {
+			t.Errorf("%q: %v, want an error naming the wall key's line", bad, err)
 		}
 	}
 }

@@ -265,7 +265,9 @@ func readFile(t *testing.T, p string) string {
 }
 
 // TestAuditRecordsBothLayers checks, from the audit store a real run leaves, that the run's
-// requests went through both layers: the bridge in the browser and the run's egress proxy.
+// requests went through both layers: the bridge in the browser and the run's egress proxy; and
+// that its row says the browser was behind the operating system's wall (this binary is its
+// launcher; the suite runs where namespaces can be made: as root, or with user namespaces).
 func TestAuditRecordsBothLayers(t *testing.T) {
 	o := run(t, "--preset", "lookup")
 	if o.res.Status != "answered" {
@@ -276,6 +278,9 @@ func TestAuditRecordsBothLayers(t *testing.T) {
 		t.Fatalf("browser-agent audit %s: %v", o.res.RunID, err)
 	}
 	var got struct {
+		Run struct {
+			Wall string `json:"wall"`
+		} `json:"run"`
 		Steps []struct {
 			N       int    `json:"n"`
 			Tool    string `json:"tool"`
@@ -295,5 +300,8 @@ func TestAuditRecordsBothLayers(t *testing.T) {
 	}
 	if !seen["browser"] || !seen["proxy"] {
 		t.Errorf("the record page's request was allowed by layers %v, want both browser and proxy: the run did not go through its egress proxy", seen)
+	}
+	if !strings.HasPrefix(got.Run.Wall, "on: network namespace") {
+		t.Errorf("audit row's wall %q, want on: the run's Chromium was not walled", got.Run.Wall)
 	}
 }

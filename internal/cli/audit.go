@@ -164,6 +164,9 @@ func printRun(w io.Writer, r audit.Run) {
 		fmt.Fprintf(w, "  client    %s\n", printable(r.Client))
 	}
 	fmt.Fprintf(w, "  simulated %v\n", r.Simulated)
+	if r.Wall != "" {
+		fmt.Fprintf(w, "  wall      %s\n", printable(r.Wall))
+	}
 	fmt.Fprintf(w, "  tokens    %d prompt, %d completion, $%.4f\n", r.PromptTokens, r.CompletionTokens, r.CostUSD)
 }
 

@@ -91,8 +91,12 @@ func policyCmd(e *env, args []string) error {
 		return &ExitError{Code: ExitUsage, Err: err}
 	}
 	l := p.Limits()
-	fmt.Fprintf(e.stdout, "%s: valid: %d site(s), %d approved model(s), max_redirect_hops %d, max_steps %d\n",
-		fs.Arg(0), len(p.Sites()), len(p.ApprovedModels()), l.MaxRedirectHops, l.MaxSteps)
+	wall := p.Wall()
+	if wall == "" {
+		wall = policy.WallAuto // the launch's default
+	}
+	fmt.Fprintf(e.stdout, "%s: valid: %d site(s), %d approved model(s), max_redirect_hops %d, max_steps %d, wall %s\n",
+		fs.Arg(0), len(p.Sites()), len(p.ApprovedModels()), l.MaxRedirectHops, l.MaxSteps, wall)
 	for _, s := range p.Sites() {
 		fmt.Fprintf(e.stdout, "  %s read %s", s.Origin, strings.Join(s.Read, " "))
 		if s.Search != "" {

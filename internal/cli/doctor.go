@@ -222,8 +222,9 @@ func checkChromium(ctx context.Context, rt *bridge.Runtime) check {
 	if err != nil {
 		return c.fail(err, "")
 	}
+	wall := s.Wall()
 	s.Close()
-	c.Uses += ", launches"
+	c.Uses += ", launches; wall " + wall // on: how; off: why (README "The wall")
 	c.OK = true
 	return c
 }

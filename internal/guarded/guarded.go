@@ -21,6 +21,7 @@ var (
 	_ coordinator.Browser   = (*Browser)(nil)
 	_ coordinator.EgressLog = (*Browser)(nil)
 	_ coordinator.Liveness  = (*Browser)(nil)
+	_ coordinator.Walled    = (*Browser)(nil)
 )
 
 // MaxPendingDecisions bounds the request decisions kept between two steps, so that a page firing

@@ -1,7 +1,11 @@
 // Package testutil holds the helpers that the tests of several packages share.
 package testutil
 
-import "time"
+import (
+	"net"
+	"testing"
+	"time"
+)
 
 // PollInterval is how often Eventually checks its condition.
 const PollInterval = 20 * time.Millisecond
@@ -16,4 +20,28 @@ func Eventually(d time.Duration, cond func() bool) bool {
 		}
 	}
 	return cond()
+}
+
+// HostIPv4 is this machine's first IPv4 address outside loopback, on an interface that is up: an
+// address a canary can listen on that is not loopback (the wall's tests). The test fails when
+// the machine has none.
+func HostIPv4(t testing.TB) string {
+	t.Helper()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+				return n.IP.String()
+			}
+		}
+	}
+	t.Fatal("this test needs an IPv4 address outside loopback for its canaries")
+	return ""
 }

@@ -78,7 +78,10 @@ func marked(prefix string) []proc {
 	return out
 }
 
-func isChromium(p proc) bool { return strings.Contains(p.cmd, "--user-data-dir=") }
+func isChromium(p proc) bool {
+	// The wall's launcher carries Chromium's arguments too, and its own marker.
+	return strings.Contains(p.cmd, "--user-data-dir=") && !strings.Contains(p.cmd, "--browser-agent-wall=")
+}
 
 // command is the binary with args, its environment marked with mark.
 func command(t *testing.T, mark string, env []string, args ...string) *exec.Cmd {

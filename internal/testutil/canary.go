@@ -1,0 +1,88 @@
+package testutil
+
+import (
+	"net"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Canaries listen on every address of the machine for what must not arrive (the wall's tests): a
+// TCP listener, a UDP socket and, when asked, a DNS server on UDP port 53. Each counts where what
+// reached it came from.
+type Canaries struct {
+	TCP net.Listener
+	UDP net.PacketConn
+	DNS net.PacketConn // nil unless NewCanaries was given a name
+
+	mu   sync.Mutex
+	hits map[string][]string // "tcp", "udp", "dns" -> the senders' addresses
+}
+
+// NewCanaries starts the canaries; they close with the test. With dnsName, a DNS server on UDP
+// port 53 (root only) counts the queries that hold dnsName.
+func NewCanaries(t testing.TB, dnsName string) *Canaries {
+	t.Helper()
+	c := &Canaries{hits: map[string][]string{}}
+	var err error
+	if c.TCP, err = net.Listen("tcp4", "0.0.0.0:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.TCP.Close() })
+	if c.UDP, err = net.ListenPacket("udp4", "0.0.0.0:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.UDP.Close() })
+	go func() {
+		for {
+			conn, err := c.TCP.Accept()
+			if err != nil {
+				return
+			}
+			c.hit("tcp", conn.RemoteAddr().String())
+			conn.Close()
+		}
+	}()
+	go c.read("udp", c.UDP, "")
+	if dnsName != "" {
+		if c.DNS, err = net.ListenPacket("udp4", "0.0.0.0:53"); err != nil {
+			t.Fatalf("the DNS canary needs UDP port 53 (run as root): %v", err)
+		}
+		t.Cleanup(func() { c.DNS.Close() })
+		go c.read("dns", c.DNS, dnsName)
+	}
+	return c
+}
+
+// TCPPort and UDPPort are the canaries' ports.
+func (c *Canaries) TCPPort() int { return c.TCP.Addr().(*net.TCPAddr).Port }
+func (c *Canaries) UDPPort() int { return c.UDP.LocalAddr().(*net.UDPAddr).Port }
+
+// read counts the datagrams of pc, those that hold want when it is not "".
+func (c *Canaries) read(kind string, pc net.PacketConn, want string) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		if want == "" || strings.Contains(string(buf[:n]), want) {
+			c.hit(kind, from.String())
+		}
+	}
+}
+
+func (c *Canaries) hit(kind, from string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hits[kind] = append(c.hits[kind], from)
+}
+
+// Take returns what reached the canaries since the last Take, by kind.
+func (c *Canaries) Take() map[string][]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.hits
+	c.hits = map[string][]string{}
+	return out
+}
