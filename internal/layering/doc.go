@@ -4,7 +4,7 @@
 // and fails on an import of a package's own layer or above, and on a package no layer names.
 //
 //	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testutil,
-//	   web/internal/genrender, internal/layering
+//	   internal/wall (the OS network wall's launcher), web/internal/genrender, internal/layering
 //	1  bridge (the guarded Chromium), proxy (the egress proxy), audit (the store), each on policy
 //	2  coordinator (the run: tools, checks, evidence; a Browser interface, not the bridge's
 //	   Session), coordinator/browsertest, internal/testbrowser
