@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -92,14 +93,7 @@ func (s *Store) RecoverCrashed(ctx context.Context) ([]Run, error) {
 		if r.PID == 0 {
 			reason = ReasonCrashed + ": the process that ran it ended before the run's end was recorded"
 		}
-		// The status check in the WHERE makes this safe against a concurrent finish or recovery.
-		u := fmt.Sprintf(`UPDATE runs SET %[1]s = ?, %[2]s = ?,
-			%[3]s = COALESCE((SELECT MAX(%[4]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[4]s != ''), %[7]s),
-			%[8]s = (SELECT COUNT(DISTINCT %[9]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[10]s != 'request')
-			WHERE %[6]s = ? AND %[1]s = ?`,
-			FieldStatus, FieldReason, FieldFinishedAt, FieldRecordedAt, FieldRunID, FieldID, FieldStartedAt,
-			FieldStepCount, FieldN, FieldTool)
-		res, err := s.db.ExecContext(ctx, u, StatusInterrupted, reason, r.ID, StatusRunning)
+		res, err := s.interrupt(ctx, r.ID, reason)
 		if err != nil {
 			return out, s.writeError("recover", err)
 		}
@@ -111,6 +105,19 @@ func (s *Store) RecoverCrashed(ctx context.Context) ([]Run, error) {
 		}
 	}
 	return out, nil
+}
+
+// interrupt ends run id as StatusInterrupted with reason, if it is still running, at the time of
+// its last committed step (its start when it has none), with its step count from its steps. The
+// status check in the WHERE makes it safe against a concurrent finish or recovery.
+func (s *Store) interrupt(ctx context.Context, id, reason string) (sql.Result, error) {
+	u := fmt.Sprintf(`UPDATE runs SET %[1]s = ?, %[2]s = ?,
+		%[3]s = COALESCE((SELECT MAX(%[4]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[4]s != ''), %[7]s),
+		%[8]s = (SELECT COUNT(DISTINCT %[9]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[10]s != 'request')
+		WHERE %[6]s = ? AND %[1]s = ?`,
+		FieldStatus, FieldReason, FieldFinishedAt, FieldRecordedAt, FieldRunID, FieldID, FieldStartedAt,
+		FieldStepCount, FieldN, FieldTool)
+	return s.db.ExecContext(ctx, u, StatusInterrupted, auditText(reason), id, StatusRunning)
 }
 
 // CheckReport is what Check found.
