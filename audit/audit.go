@@ -259,7 +259,7 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // Store is an open audit database. It is safe for concurrent use.
 type Store struct {
-	db        *sql.DB
+	db        dbx
 	path      string
 	recovered []Run // the runs Open's RecoverCrashed ended
 }
@@ -271,6 +271,9 @@ type Store struct {
 func Open(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("audit: open: empty path")
+	}
+	if IsPostgres(path) {
+		return openPostgres(path)
 	}
 	params := sqliteParams
 	var dsn string
@@ -301,7 +304,7 @@ func Open(path string) (*Store, error) {
 	if memory {
 		db.SetMaxOpenConns(1) // every connection to :memory: is a different database
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: dbx{DB: db}, path: path}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, s.writeError("open", err)
@@ -488,7 +491,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		r.ID, formatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
-		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.PID, r.ProcStart, r.Kind, r.Client)
+		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, boolInt(r.Simulated), r.PID, r.ProcStart, r.Kind, r.Client)
 	if err != nil {
 		if isUnique(err) {
 			return "", fmt.Errorf("audit: begin run %s: %w", r.ID, ErrStarted)
@@ -534,11 +537,17 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 }
 
 func isForeignKey(err error) bool {
+	if pgCode(err) == "23503" { // foreign_key_violation
+		return true
+	}
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
 }
 
 func isUnique(err error) bool {
+	if pgCode(err) == "23505" { // unique_violation
+		return true
+	}
 	var se sqlite3.Error
 	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey || se.ExtendedCode == sqlite3.ErrConstraintUnique)
 }
@@ -583,11 +592,15 @@ func (s *Store) finishRun(ctx context.Context, r Run, once bool) error {
 		r.FinishedAt = time.Now()
 	}
 	r = cleanRun(r)
-	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = MAX(%s, ?) WHERE %s = ?",
+	greatest := "MAX" // SQLite's scalar max
+	if s.db.pg {
+		greatest = "GREATEST"
+	}
+	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = "+greatest+"(%s, ?) WHERE %s = ?",
 		FieldFinishedAt, FieldStatus, FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens,
 		FieldCostUSD, FieldSimulated, FieldSimulated, FieldID)
 	args := []any{formatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
-		r.CostUSD, r.Simulated, r.ID}
+		r.CostUSD, boolInt(r.Simulated), r.ID}
 	if once {
 		q += fmt.Sprintf(" AND %s = ?", FieldStatus)
 		args = append(args, StatusRunning)
@@ -648,10 +661,14 @@ func scanRun(sc scanner) (Run, error) {
 // Runs returns up to limit runs, newest first; limit <= 0 means all.
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		limit = math.MaxInt32 // no limit
 	}
-	q := fmt.Sprintf("SELECT %s FROM runs ORDER BY %s DESC, rowid DESC LIMIT ?",
-		strings.Join(runColumns, ", "), FieldStartedAt)
+	order := "rowid" // insertion order breaks a tie
+	if s.db.pg {
+		order = FieldID
+	}
+	q := fmt.Sprintf("SELECT %s FROM runs ORDER BY %s DESC, %s DESC LIMIT ?",
+		strings.Join(runColumns, ", "), FieldStartedAt, order)
 	rows, err := s.db.QueryContext(ctx, q, limit)
 	if err != nil {
 		return nil, fmt.Errorf("audit: runs: %w", err)

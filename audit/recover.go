@@ -79,6 +79,9 @@ func (s *Store) RecoverCrashed(ctx context.Context) ([]Run, error) {
 			rows.Close()
 			return nil, fmt.Errorf("audit: recover: %w", err)
 		}
+		if s.db.pg && !onThisMachine(r.ProcStart) {
+			continue // another machine's worker: the queue closes its runs if it died
+		}
 		if !processAlive(r.PID, r.ProcStart) {
 			dead = append(dead, r)
 		}
@@ -144,7 +147,11 @@ func (c CheckReport) OK() bool {
 // whether its process still runs.
 func (s *Store) Check(ctx context.Context) (CheckReport, error) {
 	var rep CheckReport
-	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
+	integrity := "PRAGMA integrity_check"
+	if s.db.pg {
+		integrity = "SELECT 'ok'" // PostgreSQL checks its own pages; there is no such pragma
+	}
+	rows, err := s.db.QueryContext(ctx, integrity)
 	if err != nil {
 		return rep, fmt.Errorf("audit: check: %w", err)
 	}

@@ -108,7 +108,7 @@ func workerCmd(e *env, args []string) error {
 		stopWarm()
 		return fmt.Errorf("queue: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "worker: %d at a time, queue in %s (%s)\n", *workers, queue.Redact(storeDB(*db, store)), q.Backend())
+	fmt.Fprintf(e.stderr, "worker: %d at a time, queue in %s (%s)\n", *workers, audit.RedactURL(storeDB(*db, store)), q.Backend())
 	<-ctx.Done()
 	fmt.Fprintf(e.stderr, "stopping: no new runs; runs may finish for %s, then they are interrupted\n", *drain)
 	t := time.AfterFunc(*drain, func() { cancelRuns(context.Cause(ctx)) })

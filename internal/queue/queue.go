@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -108,9 +107,7 @@ type Queue struct {
 }
 
 // IsPostgres reports whether db names a PostgreSQL database rather than an SQLite file.
-func IsPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
+func IsPostgres(db string) bool { return audit.IsPostgres(db) }
 
 // Open opens the queue in cfg.DB, creating River's tables there when missing (River's own
 // migrations). It does not start the workers: Start does.
@@ -158,12 +155,12 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	if IsPostgres(cfg.DB) {
 		pool, err := pgxpool.New(ctx, cfg.DB)
 		if err != nil {
-			return nil, fmt.Errorf("queue: %s: %w", Redact(cfg.DB), err)
+			return nil, fmt.Errorf("queue: %s: %w", audit.RedactURL(cfg.DB), err)
 		}
 		drv := riverpgxv5.New(pool)
 		if err := migrate(ctx, drv); err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("queue: %s: migrate: %w", Redact(cfg.DB), err)
+			return nil, fmt.Errorf("queue: %s: migrate: %w", audit.RedactURL(cfg.DB), err)
 		}
 		c, err := river.NewClient(drv, rc)
 		if err != nil {
@@ -264,24 +261,6 @@ func (q *Queue) Stop(ctx context.Context) error {
 	}
 	q.close()
 	return err
-}
-
-// Redact drops the password from a PostgreSQL URL, for messages.
-func Redact(db string) string {
-	if !IsPostgres(db) {
-		return db
-	}
-	if i := strings.Index(db, "://"); i >= 0 {
-		rest := db[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			user := rest[:at]
-			if c := strings.Index(user, ":"); c >= 0 {
-				user = user[:c] + ":***"
-			}
-			return db[:i+3] + user + rest[at:]
-		}
-	}
-	return db
 }
 
 // worker is the River worker of Kind.

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/internal/pgtest"
 	"github.com/browser-agent/browser-agent/internal/queue"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
@@ -217,6 +218,13 @@ func tail(s string, n int) string {
 func TestKilledWorkersSQLite(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "audit.db")
 	killTest(t, db, func() (*audit.Store, error) { return audit.Open(db) })
+}
+
+// TestKilledWorkersPostgres is the outgrown shape: the queue (riverpgxv5) and the audit in one
+// PostgreSQL database, a real server started by the test.
+func TestKilledWorkersPostgres(t *testing.T) {
+	url := pgtest.Start(t)
+	killTest(t, url, func() (*audit.Store, error) { return audit.Open(url) })
 }
 
 // proc is a live process found with the marker.
