@@ -78,7 +78,7 @@ type Config struct {
 	// Logger gets River's log lines (default: warnings and errors to stderr... discarded when nil).
 	Logger *slog.Logger
 	// PollInterval is how often a worker looks for new jobs where the database cannot notify it
-	// (SQLite); default 200 ms.
+	// (SQLite); default 100 ms.
 	PollInterval time.Duration
 }
 
@@ -96,6 +96,7 @@ type client interface {
 	Stop(ctx context.Context) error
 	StopAndCancel(ctx context.Context) error
 	JobList(ctx context.Context, params *river.JobListParams) (*river.JobListResult, error)
+	JobCancel(ctx context.Context, jobID int64) (*rivertype.JobRow, error)
 }
 
 // Queue is an open queue: it enqueues runs and, with Workers > 0, works them.
@@ -122,7 +123,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		cfg.RunTimeout = 2 * time.Minute
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 200 * time.Millisecond
+		cfg.PollInterval = 100 * time.Millisecond
 	}
 	if cfg.RescueAfter == 0 {
 		cfg.RescueAfter = cfg.RunTimeout + JobSlack + RescueSlack
@@ -219,13 +220,23 @@ func (q *Queue) Start(ctx context.Context) error {
 	return q.c.Start(ctx)
 }
 
-// Enqueue puts a run on the queue.
-func (q *Queue) Enqueue(ctx context.Context, j Job) error {
+// Enqueue puts a run on the queue and returns its job's ID.
+func (q *Queue) Enqueue(ctx context.Context, j Job) (int64, error) {
 	if j.RunID == "" {
-		return errors.New("queue: enqueue: a job needs a run id")
+		return 0, errors.New("queue: enqueue: a job needs a run id")
 	}
-	if _, err := q.c.Insert(ctx, j, nil); err != nil {
-		return fmt.Errorf("queue: enqueue %s: %w", j.RunID, err)
+	res, err := q.c.Insert(ctx, j, nil)
+	if err != nil {
+		return 0, fmt.Errorf("queue: enqueue %s: %w", j.RunID, err)
+	}
+	return res.Job.ID, nil
+}
+
+// Cancel takes a job off the queue if no worker has taken it yet; a job being worked goes on
+// (River cancels its context only in the process that works it).
+func (q *Queue) Cancel(ctx context.Context, id int64) error {
+	if _, err := q.c.JobCancel(ctx, id); err != nil {
+		return fmt.Errorf("queue: cancel job %d: %w", id, err)
 	}
 	return nil
 }

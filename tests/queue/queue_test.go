@@ -77,7 +77,7 @@ func killTest(t *testing.T, db string, open func() (*audit.Store, error)) {
 	ids := make([]string, runs)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("q%03d-%s", i, audit.NewRunID())
-		if err := q.Enqueue(ctx, queue.Job{RunID: ids[i], Task: "Look up SYN-0042", Model: "script:" + script}); err != nil {
+		if _, err := q.Enqueue(ctx, queue.Job{RunID: ids[i], Task: "Look up SYN-0042", Model: "script:" + script}); err != nil {
 			t.Fatal(err)
 		}
 	}
