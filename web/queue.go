@@ -30,12 +30,20 @@ type JobRunner struct {
 	Ledger Ledger
 	// Done, when set, is told each job's outcome: whether this attempt ran the run, and its result.
 	Done func(job queue.Job, ran bool, res coordinator.Result)
+	// Launched, when set, is told when a job's run asks for its browser: the run executes.
+	Launched func(job queue.Job)
 }
 
 // Exec is the queue.Exec of the runner.
 func (jr *JobRunner) Exec(ctx context.Context, job queue.Job, attempt int) error {
 	rec := queue.NewRecorder(jr.Store, job)
 	spec := RunSpec{Policy: jr.Policy, Task: job.Task, ModelName: job.Model, Launch: jr.Launch}
+	if jr.Launched != nil && jr.Launch != nil {
+		spec.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+			jr.Launched(job)
+			return jr.Launch(ctx, pol)
+		}
+	}
 	if job.Preset != "" {
 		p, ok := presets.ByName(job.Preset)
 		if !ok {

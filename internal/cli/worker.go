@@ -80,6 +80,9 @@ func workerCmd(e *env, args []string) error {
 	jr := &web.JobRunner{
 		Policy: pol, Launch: launch, Store: store, Deadline: *runTimeout, Ledger: store,
 		Model: jobModel(pol),
+		Launched: func(job queue.Job) {
+			fmt.Fprintln(e.stderr, printable(fmt.Sprintf("run %s: taking its browser", job.RunID)))
+		},
 		Done: func(job queue.Job, ran bool, res coordinator.Result) {
 			if ran {
 				fmt.Fprintln(e.stderr, printable(fmt.Sprintf("run %s: %s", job.RunID, res.Status)))

@@ -169,28 +169,38 @@ func killTest(t *testing.T, db string, open func() (*audit.Store, error)) {
 			seen[st.N] = true
 		}
 	}
-	// Each worker says "run ID: STATUS" for each run it executed: no ID twice.
-	executed := map[string]int{}
+	// Each worker says "run ID: taking its browser" when a run starts to execute, whatever its
+	// audit row says, and "run ID: STATUS" when it ended one: no ID twice.
+	executed, browsers := map[string]int{}, map[string]int{}
 	again := 0
-	line := regexp.MustCompile(`(?m)^run (\S+): (\S+)$`)
+	ended := regexp.MustCompile(`(?m)^run (\S+): (\S+)$`)
+	launched := regexp.MustCompile(`(?m)^run (\S+): taking its browser$`)
 	mu.Lock()
 	for _, l := range logs {
-		for _, m := range line.FindAllStringSubmatch(l.String(), -1) {
+		for _, m := range ended.FindAllStringSubmatch(l.String(), -1) {
 			executed[m[1]]++
+		}
+		for _, m := range launched.FindAllStringSubmatch(l.String(), -1) {
+			browsers[m[1]]++
 		}
 		again += strings.Count(l.String(), "begun by an earlier attempt")
 	}
 	mu.Unlock()
 	for id, n := range executed {
 		if n > 1 {
-			t.Errorf("run %s: executed %d times", id, n)
+			t.Errorf("run %s: ended by a worker %d times", id, n)
+		}
+	}
+	for id, n := range browsers {
+		if n > 1 {
+			t.Errorf("run %s: executed %d times (it took a browser %d times)", id, n, n)
 		}
 	}
 	if len(executed) > runs {
 		t.Errorf("%d runs executed, %d enqueued", len(executed), runs)
 	}
-	t.Logf("outcomes: %v; %d workers killed; %d runs executed to their end by a worker, %d job attempts found their run begun before; all ended in %v",
-		counts, killed, len(executed), again, elapsed.Round(time.Second))
+	t.Logf("outcomes: %v; %d workers killed; %d runs executed, %d to their end by a worker; %d job attempts found their run begun before; all ended in %v",
+		counts, killed, len(browsers), len(executed), again, elapsed.Round(time.Second))
 
 	// No worker, Chromium or driver is left.
 	if !testutil.Eventually(60*time.Second, func() bool { return len(marked(mark)) == 0 }) {
