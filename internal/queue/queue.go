@@ -29,6 +29,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
+	"riverqueue.com/riverui"
 
 	"github.com/browser-agent/browser-agent/audit"
 )
@@ -102,6 +103,7 @@ type client interface {
 // Queue is an open queue: it enqueues runs and, with Workers > 0, works them.
 type Queue struct {
 	c       client
+	ui      func(prefix string, logger *slog.Logger) (*riverui.Handler, error)
 	workers int
 	close   func()
 	backend string
@@ -169,6 +171,9 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 			return nil, fmt.Errorf("queue: %w", err)
 		}
 		q.c, q.close, q.backend = c, pool.Close, "postgresql"
+		q.ui = func(prefix string, logger *slog.Logger) (*riverui.Handler, error) {
+			return riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(c, nil), Logger: logger, Prefix: prefix, JobListHideArgsByDefault: true})
+		}
 		return q, nil
 	}
 	db, err := sql.Open("sqlite3", sqliteDSN(cfg.DB))
@@ -191,6 +196,9 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	q.c, q.close, q.backend = c, func() { db.Close() }, "sqlite"
+	q.ui = func(prefix string, logger *slog.Logger) (*riverui.Handler, error) {
+		return riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(c, nil), Logger: logger, Prefix: prefix, JobListHideArgsByDefault: true})
+	}
 	return q, nil
 }
 
@@ -207,6 +215,13 @@ func migrate[TTx any](ctx context.Context, drv riverdriver.Driver[TTx]) error {
 // immediate transactions (so that two processes never deadlock upgrading a read to a write).
 func sqliteDSN(path string) string {
 	return audit.SQLiteDSN(path)
+}
+
+// UI is River UI (riverqueue.com/riverui) over the queue, served under prefix: the jobs by state,
+// their attempts and errors, the queues, the workers' clients. Its job lists hide the arguments
+// (a job's task) until asked. Start the handler before serving it.
+func (q *Queue) UI(prefix string, logger *slog.Logger) (*riverui.Handler, error) {
+	return q.ui(prefix, logger)
 }
 
 // Backend is "sqlite" or "postgresql".
