@@ -207,7 +207,12 @@ func serveCmd(e *env, args []string) error {
 	}()
 	dctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
+	// The queue's workers here take no new job (one of another server's would be interrupted at
+	// once) and finish theirs with the drain.
+	qStopped := make(chan struct{})
+	go func() { q.Stop(dctx); close(qStopped) }()
 	ws.Shutdown(dctx) // every run has ended, its end recorded, and its streams got the result
+	<-qStopped
 	if err := <-hsDone; err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

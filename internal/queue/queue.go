@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -102,11 +103,12 @@ type client interface {
 
 // Queue is an open queue: it enqueues runs and, with Workers > 0, works them.
 type Queue struct {
-	c       client
-	ui      func(prefix string, logger *slog.Logger) (*riverui.Handler, error)
-	workers int
-	close   func()
-	backend string
+	c        client
+	ui       func(prefix string, logger *slog.Logger) (*riverui.Handler, error)
+	workers  int
+	close    func()
+	backend  string
+	stopOnce sync.Once
 }
 
 // IsPostgres reports whether db names a PostgreSQL database rather than an SQLite file.
@@ -277,15 +279,18 @@ func (q *Queue) Waiting(ctx context.Context) (waiting, running int, err error) {
 // Stop stops taking jobs and waits for the runs being worked until ctx ends; then they are
 // canceled (each ends interrupted, its end recorded) and Stop waits for them. It closes the
 // database connections.
+// Only the first call stops; later ones return at once.
 func (q *Queue) Stop(ctx context.Context) error {
 	var err error
-	if q.workers > 0 {
-		err = q.c.Stop(ctx)
-		if ctx.Err() != nil {
-			err = q.c.StopAndCancel(context.Background())
+	q.stopOnce.Do(func() {
+		if q.workers > 0 {
+			err = q.c.Stop(ctx)
+			if ctx.Err() != nil {
+				err = q.c.StopAndCancel(context.Background())
+			}
 		}
-	}
-	q.close()
+		q.close()
+	})
 	return err
 }
 
