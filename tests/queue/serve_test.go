@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -74,21 +73,12 @@ func TestServeWithExternalWorker(t *testing.T) {
 	}
 	var result web.ResultJSON
 	steps := 0
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "event: "); ok {
-			event = v
-		}
-		if v, ok := strings.CutPrefix(line, "data: "); ok {
-			switch event {
-			case web.EventResult:
-				json.Unmarshal([]byte(v), &result)
-			case web.EventStep:
-				steps++
-			}
+	for _, ev := range testutil.ReadEvents(res.Body) {
+		switch ev.Name {
+		case web.EventResult:
+			json.Unmarshal([]byte(ev.Data), &result)
+		case web.EventStep:
+			steps++
 		}
 	}
 	res.Body.Close()
