@@ -267,7 +267,8 @@ type Store struct {
 // Open opens the audit database at path, creating it and its parent directory when missing, and
 // brings its schema up to date. The database runs in WAL mode with synchronous=FULL, so a write has
 // reached the disk when its call returns. A database from a newer program gives a *SchemaError.
-// ":memory:" opens a private in-memory database (tests only; nothing is durable).
+// ":memory:" opens a private in-memory database (tests only; nothing is durable). A postgres:// or
+// postgresql:// URL opens the store in that PostgreSQL database instead (see postgres.go).
 func Open(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("audit: open: empty path")
