@@ -36,6 +36,9 @@ type JobRunner struct {
 
 // Exec is the queue.Exec of the runner.
 func (jr *JobRunner) Exec(ctx context.Context, job queue.Job, attempt int) error {
+	if job.Expired(time.Now()) {
+		return queue.Expire(ctx, jr.Store, job)
+	}
 	rec := queue.NewRecorder(jr.Store, job)
 	spec := RunSpec{Policy: jr.Policy, Task: job.Task, ModelName: job.Model, Launch: jr.Launch}
 	if jr.Launched != nil && jr.Launch != nil {
@@ -152,6 +155,10 @@ func (p *pendingRun) take() bool {
 	return ok
 }
 
+// queueWait is how long a run the server enqueued may wait for a worker: past it, a worker that
+// takes its job does not run it (queue.Job.NotAfter), and the page shows it interrupted.
+const queueWait = 5 * time.Minute
+
 // followEvery is how often the page of a run worked by another process reads its audit rows.
 const followEvery = 250 * time.Millisecond
 
@@ -169,7 +176,7 @@ func (s *Server) viaQueue(r *run, task string, preset presets.Preset) ResultJSON
 		delete(s.q.pending, r.id)
 		s.q.mu.Unlock()
 	}()
-	job := queue.Job{RunID: r.id, Preset: preset.Name, Model: s.modelName}
+	job := queue.Job{RunID: r.id, Preset: preset.Name, Model: s.modelName, NotAfter: time.Now().Add(queueWait)}
 	if preset.Name == "" {
 		job.Task = task
 	}

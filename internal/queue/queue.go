@@ -49,7 +49,14 @@ type Job struct {
 	Task   string `json:"task,omitempty"`
 	Preset string `json:"preset,omitempty"`
 	Model  string `json:"model,omitempty"`
+	// NotAfter, when set, is when the run is no longer wanted: a worker that takes the job later
+	// does not run it but ends its row interrupted (ReasonExpired). serve sets it: its visitor's
+	// page waits that long at most, and a server that stopped leaves no run to execute unwatched.
+	NotAfter time.Time `json:"not_after,omitzero"`
 }
+
+// Expired reports whether the job's run is no longer wanted at now.
+func (j Job) Expired(now time.Time) bool { return !j.NotAfter.IsZero() && now.After(j.NotAfter) }
 
 // Kind is the job's River kind.
 func (Job) Kind() string { return Kind }

@@ -117,3 +117,32 @@ func TestQueueWorksEachJob(t *testing.T) {
 		t.Errorf("a rescue sooner than the run timeout + slack was accepted")
 	}
 }
+
+// TestExpiredJob: a job taken past its NotAfter is not run; its row is begun and ended
+// interrupted once, and a run begun before is left to Settle's rule.
+func TestExpiredJob(t *testing.T) {
+	ctx := context.Background()
+	store, err := audit.Open(filepath.Join(t.TempDir(), "audit.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	job := queue.Job{RunID: "expired-1", Preset: "lookup", NotAfter: time.Now().Add(-time.Second)}
+	if !job.Expired(time.Now()) || (queue.Job{}).Expired(time.Now()) {
+		t.Fatalf("Expired wrong")
+	}
+	if err := queue.Expire(ctx, store, job); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := store.Run(ctx, job.RunID)
+	if err != nil || r.Status != audit.StatusInterrupted || r.Reason != queue.ReasonExpired || r.FinishedAt.IsZero() {
+		t.Fatalf("expired run: %+v %v", r, err)
+	}
+	// Handed out again: nothing changes.
+	if err := queue.Expire(ctx, store, job); err != nil {
+		t.Fatal(err)
+	}
+	if r2, _, _ := store.Run(ctx, job.RunID); r2.Reason != queue.ReasonExpired || !r2.FinishedAt.Equal(r.FinishedAt) {
+		t.Errorf("second Expire changed the row: %+v", r2)
+	}
+}

@@ -23,6 +23,25 @@ var _ Store = (*audit.Store)(nil)
 // gone) before the run's end was recorded, when the queue handed its job out again.
 const ReasonRescued = audit.ReasonCrashed + ": the worker that ran it ended before the run's end was recorded; the queue did not run it again"
 
+// ReasonExpired is the reason of a queued run that no worker took before its job's NotAfter.
+const ReasonExpired = "interrupted: it waited in the queue past the time its page waits for it; it was not run"
+
+// Expire records, once, that job's run was not run because it expired: its row begun and ended
+// interrupted (ReasonExpired). A run already begun is left to Settle.
+func Expire(ctx context.Context, store Store, job Job) error {
+	rec := NewRecorder(store, job)
+	if _, err := rec.BeginRun(ctx, audit.Run{Preset: job.Preset, Model: job.Model}); err != nil {
+		if rec.Again() {
+			return rec.Settle(ctx)
+		}
+		return fmt.Errorf("queue: run %s: %w", job.RunID, err)
+	}
+	if err := rec.FinishRun(ctx, audit.Run{ID: job.RunID, Status: audit.StatusInterrupted, Reason: ReasonExpired}); err != nil && !errors.Is(err, audit.ErrEnded) {
+		return fmt.Errorf("queue: run %s: %w", job.RunID, err)
+	}
+	return nil
+}
+
 // Recorder is the coordinator's recorder for one queued run: the audit store, with the
 // check-and-set that makes the run execute once. BeginRun begins the row under the job's run ID;
 // when a row with that ID exists (an earlier attempt began it: its worker died, or it ended and the
