@@ -170,7 +170,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 			return nil, fmt.Errorf("queue: %s: %w", audit.RedactURL(cfg.DB), err)
 		}
 		drv := riverpgxv5.New(pool)
-		if err := migrate(ctx, drv); err != nil {
+		if err := migratePG(ctx, pool, drv); err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("queue: %s: migrate: %w", audit.RedactURL(cfg.DB), err)
 		}
@@ -218,6 +218,23 @@ func migrate[TTx any](ctx context.Context, drv riverdriver.Driver[TTx]) error {
 	}
 	_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	return err
+}
+
+// migrateLock is the PostgreSQL advisory lock that serializes River's migrations when serve and
+// workers start at once (SQLite's immediate transactions serialize them there).
+const migrateLock = 0x62612d71 // "ba-q"
+
+func migratePG(ctx context.Context, pool *pgxpool.Pool, drv *riverpgxv5.Driver) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLock); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLock)
+	return migrate(ctx, drv)
 }
 
 // sqliteDSN is the audit store's connection settings for the file at path: WAL, a busy timeout,

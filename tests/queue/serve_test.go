@@ -14,15 +14,21 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/internal/pgtest"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/web"
 )
 
-// TestServeWithExternalWorker is the outgrown shape on one file: "serve --workers 0" only
-// enqueues, a "browser-agent worker" process runs the run, and the page's event stream follows
-// it through the audit rows: its steps, then its status, under the ID the API gave it.
+// TestServeWithExternalWorker is the outgrown shape: "serve --workers 0" only enqueues, a
+// "browser-agent worker" process runs the run, and the page's event stream follows it through the
+// audit rows: its steps, then its status, under the ID the API gave it. On one SQLite file, and on
+// a PostgreSQL server.
 func TestServeWithExternalWorker(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "audit.db")
+	t.Run("sqlite", func(t *testing.T) { serveWithWorker(t, filepath.Join(t.TempDir(), "audit.db")) })
+	t.Run("postgresql", func(t *testing.T) { serveWithWorker(t, pgtest.Start(t)) })
+}
+
+func serveWithWorker(t *testing.T, db string) {
 	mark := "serve-ext-" + audit.NewRunID()
 	start := func(args ...string) (*exec.Cmd, *testutil.Buffer) {
 		cmd := exec.Command(binary, args...)
@@ -35,7 +41,8 @@ func TestServeWithExternalWorker(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
 		return cmd, &stderr
 	}
-	// The store and the queue's tables exist before either process starts.
+	// The audit store's tables exist before either process starts; River's are made by whichever
+	// starts first (they start at once).
 	store, err := audit.Open(db)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +52,7 @@ func TestServeWithExternalWorker(t *testing.T) {
 	_, werr := start("worker", "--db", db)
 	addr := regexp.MustCompile(`serving the live demo on (http://\S+)`)
 	var base string
-	if !testutil.Eventually(60*time.Second, func() bool {
+	if !testutil.Eventually(3*time.Minute, func() bool {
 		m := addr.FindStringSubmatch(serr.String())
 		if m != nil {
 			base = m[1]
