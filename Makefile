@@ -35,7 +35,7 @@ demo: build
 test: setup fmt-check vet gen-check unit
 
 # The inner loop (about a minute): formatting, vet, and the packages that start no browser.
-QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/testutil/... ./internal/layering/... ./demo-site/... ./web/internal/...
+QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/queue/... ./internal/testutil/... ./internal/layering/... ./demo-site/... ./web/internal/...
 quick: fmt-check vet gen-check
 	$(GO) test -count=1 $(QUICK_PKGS)
 
@@ -47,11 +47,11 @@ vet:
 	$(GO) vet ./...
 
 # go test runs packages two at a time (2 cores) in the order given, so the long poles go first:
-# the hostile-page suite, then the killed runs. The binary the end-to-end packages run is built
+# the hostile-page suite, then the killed runs, then the killed queue workers. The binary the end-to-end packages run is built
 # once, here, for all of them (testbrowser.Binary builds its own when the variable is unset).
 # The timeout guards against a hang. At the end, scripts/test-table prints each package's time and
 # the hostile cases per adversarial family (in process, through the binary, through MCP).
-UNIT_FIRST = ./tests/adversarial/ ./tests/faults/
+UNIT_FIRST = ./tests/adversarial/ ./tests/faults/ ./tests/queue/
 TEST_BINARY = $(CURDIR)/.state/test-bin/browser-agent
 TEST_TIMEOUT ?= 35m
 unit:

@@ -85,6 +85,13 @@ const (
 // ErrNotFound is returned (wrapped) when a run does not exist.
 var ErrNotFound = errors.New("run not found")
 
+// ErrStarted is returned (wrapped) by BeginRun for a run ID that is already recorded: the run was
+// started before (the queue's check-and-set: a queued run is begun at most once).
+var ErrStarted = errors.New("run already started")
+
+// ErrEnded is returned (wrapped) by FinishRunOnce for a run that has already ended.
+var ErrEnded = errors.New("run already ended")
+
 // ErrInvalid is returned (wrapped) when a record is refused before it reaches the database.
 var ErrInvalid = errors.New("invalid audit record")
 
@@ -259,7 +266,7 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // Store is an open audit database. It is safe for concurrent use.
 type Store struct {
-	db        *sql.DB
+	db        dbx
 	path      string
 	recovered []Run // the runs Open's RecoverCrashed ended
 }
@@ -267,13 +274,16 @@ type Store struct {
 // Open opens the audit database at path, creating it and its parent directory when missing, and
 // brings its schema up to date. The database runs in WAL mode with synchronous=FULL, so a write has
 // reached the disk when its call returns. A database from a newer program gives a *SchemaError.
-// ":memory:" opens a private in-memory database (tests only; nothing is durable).
+// ":memory:" opens a private in-memory database (tests only; nothing is durable). A postgres:// or
+// postgresql:// URL opens the store in that PostgreSQL database instead (see postgres.go).
 func Open(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("audit: open: empty path")
 	}
-	params := fmt.Sprintf("_journal_mode=WAL&_synchronous=FULL&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate",
-		busyTimeout.Milliseconds())
+	if IsPostgres(path) {
+		return openPostgres(path)
+	}
+	params := sqliteParams
 	var dsn string
 	memory := path == ":memory:"
 	if memory {
@@ -302,7 +312,7 @@ func Open(path string) (*Store, error) {
 	if memory {
 		db.SetMaxOpenConns(1) // every connection to :memory: is a different database
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: dbx{DB: db}, path: path}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, s.writeError("open", err)
@@ -312,6 +322,20 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// sqliteParams are the connection settings of every connection to the audit file.
+var sqliteParams = fmt.Sprintf("_journal_mode=WAL&_synchronous=FULL&_busy_timeout=%d&_foreign_keys=on&_txlock=immediate",
+	busyTimeout.Milliseconds())
+
+// SQLiteDSN is the "sqlite3" data source name of the audit file at path with the store's own
+// connection settings (WAL, synchronous=FULL, a busy timeout, immediate transactions), for
+// another user of the same file (the run queue).
+func SQLiteDSN(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return fileURI(path) + "?" + sqliteParams
 }
 
 // fileURI makes an SQLite URI for an absolute path, escaping '?', '#' and '%' in it.
@@ -476,8 +500,11 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		r.ID, formatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
-		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, r.Simulated, r.PID, r.ProcStart, r.Kind, r.Client, r.Wall)
+		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, boolInt(r.Simulated), r.PID, r.ProcStart, r.Kind, r.Client, r.Wall)
 	if err != nil {
+		if isUnique(err) {
+			return "", fmt.Errorf("audit: begin run %s: %w", r.ID, ErrStarted)
+		}
 		if werr := s.writeError("begin run", err); werr != err {
 			return "", werr
 		}
@@ -519,14 +546,51 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 }
 
 func isForeignKey(err error) bool {
+	if pgCode(err) == "23503" { // foreign_key_violation
+		return true
+	}
 	var se sqlite3.Error
 	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+}
+
+func isUnique(err error) bool {
+	if pgCode(err) == "23505" { // unique_violation
+		return true
+	}
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey || se.ExtendedCode == sqlite3.ErrConstraintUnique)
 }
 
 // FinishRun records the end of run r.ID: its status, reason, step count, tokens, cost, wall and
 // finished_at (now when zero); an empty Wall keeps the one recorded. Simulated can only be turned on, never off. A missing run gives
 // ErrNotFound.
-func (s *Store) FinishRun(ctx context.Context, r Run) error {
+func (s *Store) FinishRun(ctx context.Context, r Run) error { return s.finishRun(ctx, r, false) }
+
+// FinishRunOnce is FinishRun for a run that must end exactly once (a queued run): it records the
+// end only while the run is still running, and gives ErrEnded (wrapped) when it has already ended
+// (finished, or ended interrupted by a recovery).
+func (s *Store) FinishRunOnce(ctx context.Context, r Run) error { return s.finishRun(ctx, r, true) }
+
+// InterruptRun ends run id as StatusInterrupted with reason, as RecoverCrashed does, if it is still
+// running: ended reports whether this call ended it. A missing run gives ErrNotFound.
+func (s *Store) InterruptRun(ctx context.Context, id, reason string) (ended bool, err error) {
+	if err := checkRunID(id); err != nil {
+		return false, fmt.Errorf("audit: interrupt run: %w", err)
+	}
+	res, err := s.interrupt(ctx, id, reason)
+	if err != nil {
+		return false, fmt.Errorf("audit: interrupt run %s: %w", id, s.writeError("interrupt run", err))
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return true, nil
+	}
+	if _, _, err := s.Run(ctx, id); err != nil {
+		return false, err
+	}
+	return false, nil
+}
+
+func (s *Store) finishRun(ctx context.Context, r Run, once bool) error {
 	if err := checkRunID(r.ID); err != nil {
 		return fmt.Errorf("audit: finish run: %w", err)
 	}
@@ -537,12 +601,20 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 		r.FinishedAt = time.Now()
 	}
 	r = cleanRun(r)
-	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = MAX(%s, ?), %s = COALESCE(NULLIF(?, ''), %s) WHERE %s = ?",
+	greatest := "MAX" // SQLite's scalar max
+	if s.db.pg {
+		greatest = "GREATEST"
+	}
+	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = "+greatest+"(%s, ?), %s = COALESCE(NULLIF(?, ''), %s) WHERE %s = ?",
 		FieldFinishedAt, FieldStatus, FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens,
 		FieldCostUSD, FieldSimulated, FieldSimulated, FieldWall, FieldWall, FieldID)
-	res, err := s.db.ExecContext(ctx, q,
-		formatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
-		r.CostUSD, r.Simulated, r.Wall, r.ID)
+	args := []any{formatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
+		r.CostUSD, boolInt(r.Simulated), r.Wall, r.ID}
+	if once {
+		q += fmt.Sprintf(" AND %s = ?", FieldStatus)
+		args = append(args, StatusRunning)
+	}
+	res, err := s.db.ExecContext(ctx, q, args...)
 	if err != nil {
 		if werr := s.writeError("finish run", err); werr != err {
 			return werr
@@ -552,6 +624,12 @@ func (s *Store) FinishRun(ctx context.Context, r Run) error {
 	n, err := res.RowsAffected()
 	if err != nil {
 		return fmt.Errorf("audit: finish run %s: %w", r.ID, err)
+	}
+	if n == 0 && once {
+		if _, _, err := s.Run(ctx, r.ID); err != nil {
+			return err
+		}
+		return fmt.Errorf("audit: finish run %s: %w", r.ID, ErrEnded)
 	}
 	if n == 0 {
 		return fmt.Errorf("audit: finish run %s: %w", r.ID, ErrNotFound)
@@ -592,10 +670,14 @@ func scanRun(sc scanner) (Run, error) {
 // Runs returns up to limit runs, newest first; limit <= 0 means all.
 func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		limit = math.MaxInt32 // no limit
 	}
-	q := fmt.Sprintf("SELECT %s FROM runs ORDER BY %s DESC, rowid DESC LIMIT ?",
-		strings.Join(runColumns, ", "), FieldStartedAt)
+	order := "rowid" // insertion order breaks a tie
+	if s.db.pg {
+		order = FieldID
+	}
+	q := fmt.Sprintf("SELECT %s FROM runs ORDER BY %s DESC, %s DESC LIMIT ?",
+		strings.Join(runColumns, ", "), FieldStartedAt, order)
 	rows, err := s.db.QueryContext(ctx, q, limit)
 	if err != nil {
 		return nil, fmt.Errorf("audit: runs: %w", err)

@@ -28,6 +28,11 @@ func (s *Store) DemoSalt(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("audit: demo salt: %w", err)
 	}
 	defer tx.Rollback()
+	if s.db.pg { // SQLite's immediate transaction holds the write lock; PostgreSQL's takes it here
+		if _, err := tx.ExecContext(ctx, "LOCK TABLE demo_salt IN EXCLUSIVE MODE"); err != nil {
+			return nil, fmt.Errorf("audit: demo salt: %w", err)
+		}
+	}
 	// Another process may have written one since the read: the transaction holds the write lock.
 	if err := tx.QueryRowContext(ctx, "SELECT salt FROM demo_salt LIMIT 1").Scan(&salt); err == nil && len(salt) >= 16 {
 		return salt, nil
@@ -58,7 +63,7 @@ func (s *Store) AddVisit(ctx context.Context, v Visit) error {
 	if v.Visitor == "" || len(v.Visitor) > 128 {
 		return fmt.Errorf("audit: add visit: visitor must be 1 to 128 bytes: %w", ErrInvalid)
 	}
-	_, err := s.db.ExecContext(ctx, "INSERT INTO demo_visits (visitor, at, live) VALUES (?, ?, ?)", v.Visitor, formatTime(v.At), v.Live)
+	_, err := s.db.ExecContext(ctx, "INSERT INTO demo_visits (visitor, at, live) VALUES (?, ?, ?)", v.Visitor, formatTime(v.At), boolInt(v.Live))
 	if err != nil {
 		return fmt.Errorf("audit: add visit: %w", err)
 	}
@@ -103,7 +108,12 @@ func (s *Store) Enqueue(ctx context.Context, q QueuedRun) error {
 	if err := checkRunID(q.ID); err != nil {
 		return fmt.Errorf("audit: enqueue: %w", err)
 	}
-	_, err := s.db.ExecContext(ctx, "INSERT OR REPLACE INTO demo_queue (id, visitor, preset, queued_at) VALUES (?, ?, ?, ?)",
+	q2 := "INSERT OR REPLACE INTO demo_queue (id, visitor, preset, queued_at) VALUES (?, ?, ?, ?)"
+	if s.db.pg {
+		q2 = `INSERT INTO demo_queue (id, visitor, preset, queued_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET visitor = EXCLUDED.visitor, preset = EXCLUDED.preset, queued_at = EXCLUDED.queued_at`
+	}
+	_, err := s.db.ExecContext(ctx, q2,
 		q.ID, q.Visitor, policy.Cut(q.Preset, 64), formatTime(q.QueuedAt))
 	if err != nil {
 		return fmt.Errorf("audit: enqueue %s: %w", q.ID, err)

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -78,6 +79,9 @@ func (s *Store) RecoverCrashed(ctx context.Context) ([]Run, error) {
 			rows.Close()
 			return nil, fmt.Errorf("audit: recover: %w", err)
 		}
+		if s.db.pg && !onThisMachine(r.ProcStart) {
+			continue // another machine's worker: the queue closes its runs if it died
+		}
 		if !processAlive(r.PID, r.ProcStart) {
 			dead = append(dead, r)
 		}
@@ -92,14 +96,7 @@ func (s *Store) RecoverCrashed(ctx context.Context) ([]Run, error) {
 		if r.PID == 0 {
 			reason = ReasonCrashed + ": the process that ran it ended before the run's end was recorded"
 		}
-		// The status check in the WHERE makes this safe against a concurrent finish or recovery.
-		u := fmt.Sprintf(`UPDATE runs SET %[1]s = ?, %[2]s = ?,
-			%[3]s = COALESCE((SELECT MAX(%[4]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[4]s != ''), %[7]s),
-			%[8]s = (SELECT COUNT(DISTINCT %[9]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[10]s != 'request')
-			WHERE %[6]s = ? AND %[1]s = ?`,
-			FieldStatus, FieldReason, FieldFinishedAt, FieldRecordedAt, FieldRunID, FieldID, FieldStartedAt,
-			FieldStepCount, FieldN, FieldTool)
-		res, err := s.db.ExecContext(ctx, u, StatusInterrupted, reason, r.ID, StatusRunning)
+		res, err := s.interrupt(ctx, r.ID, reason)
 		if err != nil {
 			return out, s.writeError("recover", err)
 		}
@@ -111,6 +108,19 @@ func (s *Store) RecoverCrashed(ctx context.Context) ([]Run, error) {
 		}
 	}
 	return out, nil
+}
+
+// interrupt ends run id as StatusInterrupted with reason, if it is still running, at the time of
+// its last committed step (its start when it has none), with its step count from its steps. The
+// status check in the WHERE makes it safe against a concurrent finish or recovery.
+func (s *Store) interrupt(ctx context.Context, id, reason string) (sql.Result, error) {
+	u := fmt.Sprintf(`UPDATE runs SET %[1]s = ?, %[2]s = ?,
+		%[3]s = COALESCE((SELECT MAX(%[4]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[4]s != ''), %[7]s),
+		%[8]s = (SELECT COUNT(DISTINCT %[9]s) FROM steps WHERE %[5]s = runs.%[6]s AND %[10]s != 'request')
+		WHERE %[6]s = ? AND %[1]s = ?`,
+		FieldStatus, FieldReason, FieldFinishedAt, FieldRecordedAt, FieldRunID, FieldID, FieldStartedAt,
+		FieldStepCount, FieldN, FieldTool)
+	return s.db.ExecContext(ctx, u, StatusInterrupted, auditText(reason), id, StatusRunning)
 }
 
 // CheckReport is what Check found.
@@ -137,7 +147,11 @@ func (c CheckReport) OK() bool {
 // whether its process still runs.
 func (s *Store) Check(ctx context.Context) (CheckReport, error) {
 	var rep CheckReport
-	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
+	integrity := "PRAGMA integrity_check"
+	if s.db.pg {
+		integrity = "SELECT 'ok'" // PostgreSQL checks its own pages; there is no such pragma
+	}
+	rows, err := s.db.QueryContext(ctx, integrity)
 	if err != nil {
 		return rep, fmt.Errorf("audit: check: %w", err)
 	}

@@ -172,7 +172,9 @@ func TestWallRecorded(t *testing.T) {
 		b := tc.browser
 		res := coordinator.New(d.pol, coordinator.WithRecorder(rec)).Run(t.Context(), coordinator.RunArgs{
 			Task: "Look up SYN-0042", Model: script(cannotAnswer("no")),
-			Launch: func(context.Context, *policy.Policy) (coordinator.Browser, io.Closer, error) { return b, io.NopCloser(nil), nil }})
+			Launch: func(context.Context, *policy.Policy) (coordinator.Browser, io.Closer, error) {
+				return b, io.NopCloser(nil), nil
+			}})
 		if got := rec.runs[res.RunID].Wall; got != tc.want {
 			t.Errorf("recorded wall %q, want %q", got, tc.want)
 		}

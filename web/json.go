@@ -131,14 +131,7 @@ func (s *Server) presetNames() []string {
 }
 
 // preset is the server's preset called name.
-func (s *Server) preset(name string) (coordinator.Preset, bool) {
-	for _, p := range s.offered {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return coordinator.Preset{}, false
-}
+func (s *Server) preset(name string) (coordinator.Preset, bool) { return presetNamed(s.offered, name) }
 
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)

@@ -201,6 +201,7 @@ type Server struct {
 	recordedOnly bool
 	prewarm      bool
 	pool         *pool
+	q            *queueState        // set by WithQueue: live runs go through the run queue (queue.go)
 	poolStop     context.CancelFunc // stops the pool's refills when the server begins to stop
 	logf         func(string, ...any)
 	handler      http.Handler
@@ -376,33 +377,46 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 			}
 			r.setState(StateRunning, 0, nil)
 		}
+		if s.q != nil { // the run goes through the queue (queue.go)
+			res := s.viaQueue(r, task, preset)
+			<-s.slots
+			s.doneLive(r)
+			r.finish(res)
+			return
+		}
 		ctx, cancel := context.WithTimeout(s.ctx, s.limits.RunDeadline+30*time.Second)
 		defer cancel()
-		opts := []coordinator.Option{coordinator.WithClock(s.clock), coordinator.WithDeadline(s.limits.RunDeadline)}
 		rec := s.rec
 		if rec == nil {
 			rec = noRecorder{}
 		}
-		opts = append(opts, coordinator.WithRecorder(sameID{rec, r.id}))
-		var timeline []Moment
-		size := 0
-		res, browser := Execute(ctx, RunSpec{
-			Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
-			Launch: s.launch, Options: opts, Frames: s.frames, SignIn: s.signInFunc(r),
-		}, func(m Moment) {
-			if size += len(m.Frame); size <= maxRecentSize && m.Phase == "" {
-				timeline = append(timeline, m)
-			}
-			r.moment(m)
-		})
-		s.keepRecent(preset, res, browser, timeline, size)
-		// Charged and the slot given back before the result is out: whoever sees the result can
-		// start the next run, and it is checked against this run's spend.
-		s.spend.charge(res.Usage.CostUSD)
+		res := s.execLive(ctx, r, task, preset, sameID{rec, r.id})
 		<-s.slots
 		s.doneLive(r)
 		r.finish(resultJSON(res, s.fieldOrder))
 	}()
+}
+
+// execLive runs r's task with its live view, recording through rec, keeps it for replay when it
+// ended as expected and charges its spend.
+func (s *Server) execLive(ctx context.Context, r *run, task string, preset coordinator.Preset, rec coordinator.Recorder) coordinator.Result {
+	opts := []coordinator.Option{coordinator.WithClock(s.clock), coordinator.WithDeadline(s.limits.RunDeadline), coordinator.WithRecorder(rec)}
+	var timeline []Moment
+	size := 0
+	res, browser := Execute(ctx, RunSpec{
+		Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
+		Launch: s.launch, Options: opts, Frames: s.frames, SignIn: s.signInFunc(r),
+	}, func(m Moment) {
+		if size += len(m.Frame); size <= maxRecentSize && m.Phase == "" {
+			timeline = append(timeline, m)
+		}
+		r.moment(m)
+	})
+	s.keepRecent(preset, res, browser, timeline, size)
+	// Charged before the slot is given back and the result is out: whoever sees the result
+	// can start the next run, and it is checked against this run's spend.
+	s.spend.charge(res.Usage.CostUSD)
+	return res
 }
 
 // newRunID is a run's ID: the API's and, for a live run, the audit store's (see sameID).

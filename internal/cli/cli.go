@@ -53,6 +53,8 @@ var commands = map[string]command{
 	"record":    {"run the presets and write them as recorded runs for serve", recordCmd},
 	"mcp":       {"serve the five guarded read tools and check_answer to an MCP client (stdio or --http)", mcpCmd},
 	"guard":     {"serve another browser MCP server's tools (Playwright MCP) behind the policy: guard -- COMMAND", guardCmd},
+	"queue-ui":  {"River UI over the run queue (loopback only): jobs by state, attempts, errors", queueUICmd},
+	"worker":    {"take runs from the queue (SQLite file or PostgreSQL) and run each once, until SIGINT or SIGTERM", workerCmd},
 	"doctor":    {"check what run would use (driver, node, Chromium, audit store, policy) and say what fixes a failure", doctorCmd},
 }
 

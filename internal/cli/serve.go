@@ -18,6 +18,7 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	runqueue "github.com/browser-agent/browser-agent/internal/queue"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/web"
 )
@@ -51,7 +52,7 @@ func serveCmd(e *env, args []string) error {
 	addr := fs.String("addr", DefaultServeAddr, "address to listen on")
 	polFile := fs.String("policy", "", "policy file (default: start the embedded demo site and use its policy)")
 	modelSpec := fs.String("model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
-	dbFile := fs.String("db", "", "audit database, also the spend ledger (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	dbFile := fs.String("db", "", "audit database, also the spend ledger and the run queue: an SQLite file (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+") or a postgres:// URL")
 	var proxies, origins listFlag
 	fs.Var(&proxies, "trusted-proxy", "believe X-Forwarded-For from this proxy address or CIDR (repeatable)")
 	fs.Var(&origins, "allow-origin", "let this origin call the API, e.g. chrome-extension://ID for the side panel (repeatable)")
@@ -62,6 +63,7 @@ func serveCmd(e *env, args []string) error {
 	queue := fs.Int("queue", d.Queue, "runs that may wait for the one running (others get 429)")
 	concurrent := fs.Int("concurrent", d.Concurrent, "live runs at a time")
 	runTimeout := fs.Duration("run-timeout", d.RunDeadline, "bounds one live run")
+	workers := fs.Int("workers", -1, "runs this process takes from the queue at a time (default --concurrent; 0: only \"browser-agent worker\" processes run them)")
 	drain := fs.Duration("drain", DefaultDrain, "on SIGINT or SIGTERM, how long live runs may go on before they are interrupted")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -95,6 +97,11 @@ func serveCmd(e *env, args []string) error {
 		return usageError("--run-timeout must be at least 1s")
 	case *drain < 0:
 		return usageError("--drain must not be negative")
+	case *workers < -1:
+		return usageError("--workers must not be negative")
+	}
+	if *workers == -1 {
+		*workers = *concurrent
 	}
 	kind, arg, err := parseModelSpec(*modelSpec)
 	if err != nil {
@@ -132,9 +139,21 @@ func serveCmd(e *env, args []string) error {
 			return b, closer, err
 		}
 	}
-	ws, err := web.New(pol,
+	// The run queue, in the audit store's database: this process's workers run the runs it
+	// enqueues with their live view; "browser-agent worker" processes may take them too.
+	var ws *web.Server
+	q, err := runqueue.Open(ctx, runqueue.Config{
+		DB: storeDB(*dbFile, store), Workers: *workers, RunTimeout: *runTimeout,
+		Exec: func(ctx context.Context, j runqueue.Job, attempt int) error { return ws.ExecJob(ctx, j, attempt) },
+	})
+	if err != nil {
+		return err
+	}
+	defer q.Stop(context.Background())
+	ws, err = web.New(pol,
 		web.WithPresets(presets.All()...),
 		web.WithFieldOrder(presets.FieldOrder...),
+		web.WithQueue(q, store),
 		web.WithLauncher(launch),
 		web.WithPrewarm(warm),
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
@@ -149,6 +168,10 @@ func serveCmd(e *env, args []string) error {
 	)
 	if err != nil {
 		return err
+	}
+	if err := q.Start(context.WithoutCancel(ctx)); err != nil {
+		ws.Close()
+		return fmt.Errorf("queue: %w", err)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -166,7 +189,7 @@ func serveCmd(e *env, args []string) error {
 	if *recordedOnly || *spend == 0 {
 		mode = "recorded-only mode: recorded runs play, no live run"
 	}
-	fmt.Fprintf(e.stderr, "serving the live demo on http://%s (%s, database %s)\n", ln.Addr(), mode, store.Path())
+	fmt.Fprintf(e.stderr, "serving the live demo on http://%s (%s, database %s, run queue: %s, %d workers here)\n", ln.Addr(), mode, store.Path(), q.Backend(), *workers)
 	serveListening(ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -187,7 +210,12 @@ func serveCmd(e *env, args []string) error {
 	}()
 	dctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
+	// The queue's workers here take no new job (one of another server's would be interrupted at
+	// once) and finish theirs with the drain.
+	qStopped := make(chan struct{})
+	go func() { q.Stop(dctx); close(qStopped) }()
 	ws.Shutdown(dctx) // every run has ended, its end recorded, and its streams got the result
+	<-qStopped
 	if err := <-hsDone; err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -130,18 +129,10 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	var result web.ResultJSON
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 1<<20)
-	event := ""
 	var all strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		all.WriteString(line + "\n")
-		if v, ok := strings.CutPrefix(line, "event: "); ok {
-			event = v
-		}
-		if v, ok := strings.CutPrefix(line, "data: "); ok && event == web.EventResult {
-			json.Unmarshal([]byte(v), &result)
+	for _, ev := range testutil.ReadEvents(io.TeeReader(res.Body, &all)) {
+		if ev.Name == web.EventResult {
+			json.Unmarshal([]byte(ev.Data), &result)
 		}
 	}
 	res.Body.Close()

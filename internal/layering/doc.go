@@ -4,10 +4,12 @@
 // and fails on an import of a package's own layer or above, and on a package no layer names.
 //
 //	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testutil,
-//	   internal/wall (the OS network wall's launcher), web/internal/genrender, internal/layering
+//	   internal/wall (the OS network wall's launcher), internal/pgtest (a PostgreSQL server for
+//	   tests), web/internal/genrender, internal/layering
 //	1  bridge (the guarded Chromium), proxy (the egress proxy), audit (the store), each on policy
 //	2  coordinator (the run: tools, checks, evidence; a Browser interface, not the bridge's
-//	   Session), coordinator/browsertest, internal/testbrowser
+//	   Session), coordinator/browsertest, internal/testbrowser, internal/queue (the run queue on
+//	   River, on the audit store's database)
 //	3  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
 //	   behind its own egress proxy)
 //	4  the servers, web (serve) and internal/mcpserver, internal/mcpguard (MCP), and, beside them at

@@ -18,14 +18,14 @@ const module = "github.com/browser-agent/browser-agent"
 // layers places every package of the module (its path below the module root); see doc.go. A
 // package imports only packages of a lower layer.
 var layers = map[string]int{
-	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testutil": 0, "internal/wall": 0, "web/internal/genrender": 0,
+	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testutil": 0, "internal/wall": 0, "internal/pgtest": 0, "web/internal/genrender": 0,
 	"bridge": 1, "proxy": 1, "audit": 1,
-	"coordinator": 2, "coordinator/browsertest": 2, "internal/testbrowser": 2,
+	"coordinator": 2, "coordinator/browsertest": 2, "internal/testbrowser": 2, "internal/queue": 2,
 	"coordinator/offline": 3, "coordinator/openai": 3, "internal/guarded": 3,
 	"web": 4, "internal/mcpserver": 4, "internal/mcpguard": 4, "demo-site": 4, "demo-site/presets": 4,
 	"internal/cli":      5,
 	"cmd/browser-agent": 6, "cmd/demo-site": 6, "bench": 6, "bench/plaincold": 6, "examples/wiki": 6,
-	"tests": 6, "tests/adversarial": 6, "tests/faults": 6, "tests/guard": 6, "tests/mcp": 6,
+	"tests": 6, "tests/adversarial": 6, "tests/faults": 6, "tests/guard": 6, "tests/mcp": 6, "tests/queue": 6,
 	"examples/wiki/cmd/wiki": 7,
 }
 

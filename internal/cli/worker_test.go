@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
+)
+
+// TestQueueCommandsUsage: bad flags of worker and queue-ui are usage errors naming the flag, and
+// River UI is refused beyond loopback.
+func TestQueueCommandsUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"worker", "--workers", "0"}, "--workers must be at least 1"},
+		{[]string{"worker", "--run-timeout", "10ms"}, "--run-timeout must be at least 1s"},
+		{[]string{"worker", "extra"}, `unexpected argument "extra"`},
+		{[]string{"queue-ui", "--addr", "0.0.0.0:8091"}, "give a loopback address"},
+		{[]string{"queue-ui", "--addr", "192.168.1.2:8091"}, "give a loopback address"},
+		{[]string{"serve", "--workers", "-2"}, "--workers must not be negative"},
+	} {
+		var stdout, stderr testutil.Buffer
+		code := Main(c.args, strings.NewReader(""), &stdout, &stderr)
+		if code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr.String(), ExitUsage, c.want)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/queue"
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// JobRunner runs the queue's jobs (internal/queue) without a live view: "browser-agent worker"
+// and the workers inside "serve" for runs no page of theirs follows. Each run goes through Execute,
+// as a live run does, recording through a queue.Recorder: it runs once, whatever River does.
+type JobRunner struct {
+	Policy *policy.Policy
+	Launch coordinator.Launcher
+	// Presets are the presets a job may name (the demo's, from "browser-agent worker"); a job naming
+	// another runs with no task, so it is rejected, recorded.
+	Presets []coordinator.Preset
+	// Model builds the model a job names ("offline", "script:FILE", "openai:NAME"); an error ends
+	// the run as an error, recorded.
+	Model func(spec string) (ModelFunc, error)
+	Store queue.Store
+	// Deadline bounds one run (the coordinator's deadline).
+	Deadline time.Duration
+	// Ledger, when set, is charged with each run's model spend.
+	Ledger Ledger
+	// Done, when set, is told each job's outcome: whether this attempt ran the run, and its result.
+	Done func(job queue.Job, ran bool, res coordinator.Result)
+	// Launched, when set, is told when a job's run asks for its browser: the run executes.
+	Launched func(job queue.Job)
+}
+
+// Exec is the queue.Exec of the runner.
+func (jr *JobRunner) Exec(ctx context.Context, job queue.Job, attempt int) error {
+	if job.Expired(time.Now()) {
+		return queue.Expire(ctx, jr.Store, job)
+	}
+	rec := queue.NewRecorder(jr.Store, job)
+	spec := RunSpec{Policy: jr.Policy, Task: job.Task, ModelName: job.Model, Launch: jr.Launch}
+	if jr.Launched != nil && jr.Launch != nil {
+		spec.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+			jr.Launched(job)
+			return jr.Launch(ctx, pol)
+		}
+	}
+	if job.Preset != "" {
+		p, ok := presetNamed(jr.Presets, job.Preset)
+		if !ok {
+			spec.Task = ""
+		} else {
+			spec.Preset, spec.Task = p, p.Task
+		}
+	}
+	if jr.Model != nil {
+		m, err := jr.Model(job.Model)
+		if err != nil {
+			m = func() (coordinator.Model, error) { return nil, err }
+		}
+		spec.Model = m
+	}
+	spec.Options = []coordinator.Option{coordinator.WithRecorder(rec), coordinator.WithDeadline(jr.Deadline)}
+	res, _ := Execute(ctx, spec, func(Moment) {})
+	if err := rec.Settle(ctx); err != nil {
+		return err
+	}
+	if rec.Ran() && jr.Ledger != nil && res.Usage.CostUSD > 0 {
+		if err := jr.Ledger.AddSpend(context.WithoutCancel(ctx), audit.Day(time.Now()), res.Usage.CostUSD); err != nil {
+			return fmt.Errorf("spend ledger: %w", err)
+		}
+	}
+	if jr.Done != nil {
+		jr.Done(job, rec.Ran(), res)
+	}
+	return nil
+}
+
+// WarmLauncher keeps n browsers started before they are needed, one per worker (see pool): each
+// is launched by launch (its own Chromium, profile and egress proxy), handed to one run only, and
+// the next one starts when that run has closed it. stop closes the unused ones and waits; call it
+// after the last run.
+func WarmLauncher(ctx context.Context, launch coordinator.Launcher, pol *policy.Policy, n int) (l coordinator.Launcher, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ready := make(chan warmed)
+	ps := make([]*pool, max(n, 1))
+	for i := range ps {
+		p := &pool{launch: launch, pol: pol, ready: ready, now: time.Now}
+		p.wg.Add(1)
+		go p.loop(ctx)
+		ps[i] = p
+	}
+	l = func(ctx context.Context, _ *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		return ps[0].take(ctx, phaseOf(ctx))
+	}
+	return l, func() {
+		cancel()
+		for _, p := range ps {
+			p.wait()
+		}
+	}
+}
+
+// Enqueuer puts runs on the run queue and takes off those no worker has taken: *queue.Queue is one.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, j queue.Job) (int64, error)
+	Cancel(ctx context.Context, id int64) error
+}
+
+// QueueStore is the audit store as the queue's runs need it: the once-only begin and end, and the
+// rows of a run a worker of another process runs, which the page follows. *audit.Store is one.
+type QueueStore interface {
+	queue.Store
+	Run(ctx context.Context, id string) (audit.Run, []audit.Step, error)
+}
+
+var _ QueueStore = (*audit.Store)(nil)
+
+// WithQueue sends every live run through the run queue q (internal/queue): the server enqueues
+// it, and a worker takes it. When the worker is one of this server's own (its queue.Exec is
+// ExecJob), the run has its live view, sign-in handoff and result as without a queue; when it is a
+// worker of another process ("browser-agent worker"), the page follows the run's audit rows: its
+// steps, then its status and reason (the answer stays with that worker: the audit keeps metadata
+// only). store is the audit store the queue's runs record in.
+func WithQueue(q Enqueuer, store QueueStore) Option {
+	return func(s *Server) { s.q = &queueState{enq: q, store: store, pending: map[string]*pendingRun{}} }
+}
+
+// queueState is the server's side of the queue: the runs it enqueued and waits for.
+type queueState struct {
+	enq   Enqueuer
+	store QueueStore
+
+	mu      sync.Mutex
+	pending map[string]*pendingRun
+}
+
+// pendingRun is a run the server enqueued: one worker of this process may take it (taken), and
+// gives its result on done.
+type pendingRun struct {
+	r      *run
+	task   string
+	preset coordinator.Preset
+	once   sync.Once
+	taken  chan struct{}
+	done   chan coordinator.Result
+}
+
+// take reports whether the caller is the one worker of this process that runs p.
+func (p *pendingRun) take() bool {
+	ok := false
+	p.once.Do(func() { ok = true; close(p.taken) })
+	return ok
+}
+
+// queueWait is how long a run the server enqueued may wait for a worker: past it, a worker that
+// takes its job does not run it (queue.Job.NotAfter), and the page shows it interrupted.
+const queueWait = 5 * time.Minute
+
+// followEvery is how often the page of a run worked by another process reads its audit rows.
+const followEvery = 250 * time.Millisecond
+
+// viaQueue enqueues r and waits for its result: from this server's own worker, or from the audit
+// rows of a worker of another process. A server that stops takes off the queue a run no worker
+// has taken yet.
+func (s *Server) viaQueue(r *run, task string, preset coordinator.Preset) ResultJSON {
+	info := r.snapshot().RunInfo
+	p := &pendingRun{r: r, task: task, preset: preset, taken: make(chan struct{}), done: make(chan coordinator.Result, 1)}
+	s.q.mu.Lock()
+	s.q.pending[r.id] = p
+	s.q.mu.Unlock()
+	defer func() {
+		s.q.mu.Lock()
+		delete(s.q.pending, r.id)
+		s.q.mu.Unlock()
+	}()
+	job := queue.Job{RunID: r.id, Preset: preset.Name, Model: s.modelName, NotAfter: time.Now().Add(queueWait)}
+	if preset.Name == "" {
+		job.Task = task
+	}
+	jobID, err := s.q.enq.Enqueue(s.ctx, job)
+	if err != nil {
+		s.logf("web: %v", err)
+		return errorResult(info, s.clock().UTC(), "queue: the run could not be queued; try again")
+	}
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	sent := 0
+	for {
+		select {
+		case <-p.taken:
+			return resultJSON(<-p.done, s.fieldOrder)
+		case <-s.ctx.Done():
+			if p.take() { // no worker of ours has it: take it off the queue, unless another has
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				s.q.enq.Cancel(ctx, jobID)
+				cancel()
+				return stoppedResult(info, s.clock().UTC())
+			}
+			return resultJSON(<-p.done, s.fieldOrder)
+		case <-tick.C:
+			rr, steps, err := s.q.store.Run(s.ctx, r.id)
+			if err != nil {
+				continue // not begun yet
+			}
+			select {
+			case <-p.taken:
+				continue // ours: its live view has the steps
+			default:
+			}
+			for ; sent < len(steps); sent++ {
+				if steps[sent].Tool == "request" {
+					continue
+				}
+				st := steps[sent]
+				r.moment(Moment{Step: &coordinator.Step{Step: audit.Step{Entry: st.Entry, Tool: st.Tool, Duration: st.Duration}}})
+			}
+			if rr.Status != audit.StatusRunning && p.take() {
+				return remoteResult(info, rr)
+			}
+		}
+	}
+}
+
+// remoteResult is the result of a run a worker of another process ran, from its audit row.
+func remoteResult(info RunInfo, rr audit.Run) ResultJSON {
+	res := errorResult(info, rr.FinishedAt, rr.Reason)
+	res.RunID, res.Status, res.RecordID, res.Model, res.Simulated = rr.ID, coordinator.Status(rr.Status), rr.RecordID, rr.Model, rr.Simulated
+	res.StartedAt = rr.StartedAt
+	res.Usage = coordinator.Usage{PromptTokens: rr.PromptTokens, CompletionTokens: rr.CompletionTokens, CostUSD: rr.CostUSD}
+	return res
+}
+
+// ExecJob is the queue.Exec of this server's own workers: a run this server enqueued and waits
+// for runs here with its live view; any other job (enqueued by another server, or before a
+// restart) runs as "browser-agent worker" runs it.
+func (s *Server) ExecJob(ctx context.Context, job queue.Job, attempt int) error {
+	s.q.mu.Lock()
+	p := s.q.pending[job.RunID]
+	s.q.mu.Unlock()
+	// The server's stop interrupts its runs with its own reason.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+	defer stop()
+	if p == nil || !p.take() {
+		jr := &JobRunner{Policy: s.pol, Launch: s.launch, Presets: s.offered, Store: s.q.store, Deadline: s.limits.RunDeadline,
+			Model: func(spec string) (ModelFunc, error) {
+				if spec != s.modelName && !(spec == "" && s.modelName == "offline") {
+					return nil, fmt.Errorf("model %q is not the one this server runs (%s)", spec, s.modelName)
+				}
+				return s.model, nil
+			},
+			Done: func(_ queue.Job, _ bool, res coordinator.Result) { s.spend.charge(res.Usage.CostUSD) },
+		}
+		return jr.Exec(ctx, job, attempt)
+	}
+	rec := queue.NewRecorder(s.q.store, job)
+	res := s.execLive(ctx, p.r, p.task, p.preset, rec)
+	err := rec.Settle(ctx)
+	p.done <- res
+	return err
+}
+
+// presetNamed is the preset of ps called name.
+func presetNamed(ps []coordinator.Preset, name string) (coordinator.Preset, bool) {
+	for _, p := range ps {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return coordinator.Preset{}, false
+}
