@@ -1,35 +1,11 @@
 package bridge
 
 import (
-	"bytes"
-	"encoding/base64"
-	"image"
-	"image/color"
-	"image/gif"
 	"strings"
 	"testing"
-)
 
-// flickerGIF is an endless animated GIF of w x h px that turns from black to white and back
-// every 20 ms: it draws by itself, whatever the page's clocks.
-func flickerGIF(t *testing.T, w, h int) string {
-	t.Helper()
-	pal := color.Palette{color.Black, color.White}
-	var g gif.GIF
-	for i := range 2 {
-		m := image.NewPaletted(image.Rect(0, 0, w, h), pal)
-		for k := range m.Pix {
-			m.Pix[k] = uint8(i)
-		}
-		g.Image = append(g.Image, m)
-		g.Delay = append(g.Delay, 2)
-	}
-	var b bytes.Buffer
-	if err := gif.EncodeAll(&b, &g); err != nil {
-		t.Fatal(err)
-	}
-	return "data:image/gif;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
-}
+	"github.com/browser-agent/browser-agent/internal/testutil"
+)
 
 // TestVisibilityMovers: transparent text over what draws by itself (an animated image, as an
 // element and as a background) is not read, and text beside it is. The page's clocks do not stop
@@ -39,7 +15,7 @@ func flickerGIF(t *testing.T, w, h int) string {
 // hidden marker is read, so the pages do change between the shots and the check is what holds.
 func TestVisibilityMovers(t *testing.T) {
 	t.Parallel()
-	src := flickerGIF(t, 320, 28)
+	src := testutil.FlickerGIF(320, 28)
 	type moverCase struct {
 		name, body string
 		visible    bool

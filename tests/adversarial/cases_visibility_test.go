@@ -1,13 +1,10 @@
 package adversarial
 
 import (
-	"bytes"
-	"encoding/base64"
-	"image"
-	"image/color"
-	"image/gif"
 	"strings"
 	"time"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // visibility: text a person cannot see, in the ways that leave no readable pixel, and credential
@@ -118,24 +115,8 @@ func visibilityRouteCases() []*tcase {
 	}
 }
 
-// advFlickerGIF is a 320 x 28 px GIF that turns from black to white and back every 20 ms, for
-// ever (two palette frames, made with image/gif: see bridge/movers_test.go).
-var advFlickerGIF = func() string {
-	pal := color.Palette{color.Black, color.White}
-	var g gif.GIF
-	for i := range 2 {
-		m := image.NewPaletted(image.Rect(0, 0, 320, 28), pal)
-		for k := range m.Pix {
-			m.Pix[k] = uint8(i)
-		}
-		g.Image, g.Delay = append(g.Image, m), append(g.Delay, 2)
-	}
-	var b bytes.Buffer
-	if err := gif.EncodeAll(&b, &g); err != nil {
-		panic(err)
-	}
-	return "data:image/gif;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
-}()
+// advFlickerGIF is a 320 x 28 px GIF that turns from black to white and back every 20 ms.
+var advFlickerGIF = testutil.FlickerGIF(320, 28)
 
 // visibilityHTTPSCases: the visibility and credential families over https (promise 7), a
 // representative subset: every route case, the classic techniques a style check misses, the
