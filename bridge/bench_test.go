@@ -121,7 +121,15 @@ func BenchmarkReadVisibility(b *testing.B) {
 // "eval:check". It is the breakdown of BENCHMARKS.md ("Issue 18"), reproducible:
 //
 //	go test ./bridge -run '^$' -bench OpenPhases -benchtime 20x -count 3
+//
+// proof=two is the default proof (two frames where the page allows), proof=four the four-frame
+// proof of every read (the proof before issue 25), for comparison.
 func BenchmarkOpenPhases(b *testing.B) {
+	b.Run("proof=two", func(b *testing.B) { benchOpenPhases(b) })
+	b.Run("proof=four", func(b *testing.B) { benchOpenPhases(b, func(c *config) { c.fourFrames = true }) })
+}
+
+func benchOpenPhases(b *testing.B, opts ...Option) {
 	ctx := context.Background()
 	demoURL, pol := demoSite(b)
 	sums := map[string]time.Duration{}
@@ -134,7 +142,7 @@ func BenchmarkOpenPhases(b *testing.B) {
 		}
 	}
 	lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	s, err := testRT.Launch(lctx, pol, timer)
+	s, err := testRT.Launch(lctx, pol, append(opts, timer)...)
 	cancel()
 	if err != nil {
 		b.Fatal(err)

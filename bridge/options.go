@@ -65,6 +65,12 @@ type config struct {
 	// lateRemote (tests) skips, outside recheckRemote, the paint changes of out-of-process
 	// frames: "all", or one mode ("off", "foreign", "on"), as if they reached the surface late.
 	lateRemote string
+	// fourFrames (benchmarks, tests) proves every read with the four-frame proof, never the
+	// two-frame one (visibility.go).
+	fourFrames bool
+	// trustMovers (tests) makes the proof ignore what draws by itself (no box of it left out,
+	// two frames whatever the page holds): the positive control of TestVisibilityMovers.
+	trustMovers bool
 	// resolved (tests) runs in evalFrame between resolving the handles, in object group group,
 	// and the evaluation.
 	resolved func(ctx context.Context, sess playwright.CDPSession, group string)

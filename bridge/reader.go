@@ -386,11 +386,19 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 		v.worlds[frame] = world.ID
 	}
 	group := evalGroup(evalSeq.Add(1))
+	// The group holds the handles resolved below and an exception's object, if any: released
+	// then (a round trip). An evaluation that resolved none and returned by value (the paint and
+	// scroll modes of most pages) made no object in it.
+	held := true
 	defer func() {
-		_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
+		if held {
+			_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
+		}
 	}()
 	args := []map[string]any{nil}
+	asked := false
 	resolve := func(backend int) string {
+		asked = true
 		var r struct {
 			Object struct {
 				ObjectID string `json:"objectId"`
@@ -433,7 +441,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	}
 	o := map[string]any{
 		"mode": mode, "closedCount": nClosed, "frameIds": frameIDs, "textCap": s.cfg.textCap,
-		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6,
+		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6, "world": s.world,
 	}
 	for k, val := range extra {
 		o[k] = val
@@ -456,6 +464,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	}, &res); err != nil {
 		return nil, err
 	}
+	held = asked || res.ExceptionDetails != nil
 	if res.ExceptionDetails != nil {
 		return nil, fmt.Errorf("reader: %s %s", res.ExceptionDetails.Text, firstLine(res.ExceptionDetails.Exception.Description))
 	}
@@ -534,6 +543,8 @@ type rawRead struct {
 	Controls []control       `json:"controls"`
 	NRuns    int             `json:"nRuns"`
 	Withheld int             `json:"withheld"`
+	Still    string          `json:"still"` // the frame's scroll positions (paint and layout modes)
+	Exact    *bool           `json:"exact"` // paint "runs": nothing but the runs' paint changed
 	Layout   json.RawMessage `json:"-"`
 }
 
@@ -603,8 +614,15 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 			vis.shrink++
 		}
 		decided = job.decided
-		s.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %d runs decided, %d pending, %s%s",
-			len(job.frames), job.passes, job.shots, job.decided, job.undecided(), time.Since(start).Round(time.Millisecond), stopNote(err, final))
+		proof := "two frames"
+		if !job.twoFrames() {
+			proof = "four frames (" + job.slowWhy + ")"
+			if job.slowWhy == "" {
+				proof = "four frames"
+			}
+		}
+		s.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %s, %d runs decided, %d pending, %s%s",
+			len(job.frames), job.passes, job.shots, proof, job.decided, job.undecided(), time.Since(start).Round(time.Millisecond), stopNote(err, final))
 	}
 	var read func(frame string, depth int) error
 	read = func(frame string, depth int) error {

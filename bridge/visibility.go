@@ -18,16 +18,33 @@ import (
 // Visibility by rendering. A text run reaches the model only if drawing it changes pixels a
 // person can see. With the page frozen (Page.setWebLifecycleState on every target: no timers,
 // tasks or observers run; Emulation.setScriptExecutionDisabled is not used because it renders
-// <noscript> and so moves the layout between the shots), the reader lays out every frame (the
-// main frame and each visible child frame, same-process or not) and reports each run's boxes,
-// mapped to the main frame's page coordinates. The bridge shoots the regions holding runs (A),
-// makes all text paint transparent (fill, stroke, shadow, SVG fill) and shoots (B), makes only
-// the paint of generated content, list markers and form controls transparent and shoots again
-// (C), restores the paint and shoots a fourth time (A2), in every frame at once. A pixel
-// is drawn by a run when it lies in the run's boxes and in no other run's, did not change
-// between A and A2 (animations, video), is not drawn by other text (A and C differ by less than
-// pixelDelta) and differs between A and B. Then the reader reads each frame, in the same frozen
-// state, with one verdict per run (and the credential check in that same evaluation).
+// <noscript> and so moves the layout between the shots) and its clocks stopped (the Animation
+// domain's playback rate 0 on every target: CSS animations, transitions and Web Animations hold
+// still, so that a pulsing heading is read as drawn at that moment), the reader lays out every
+// frame (the main frame and each visible child frame, same-process or not) and reports each run's
+// boxes, mapped to the main frame's page coordinates. A pixel is drawn by a run when it lies in
+// the run's boxes and in no other run's and drawing the runs changes it by pixelDelta or more.
+//
+// Two frames prove a page (twoFrames, shootTwo): A, as it is, and D, with exactly the runs'
+// paint off: their parent elements' text fill, stroke and shadows (SVG fill and stroke), while
+// what inherits from those parents without being a run (child elements, generated content,
+// markers) is given the paint it has, and checked to have it (the reader's exact). Nothing else
+// changes between A and D, so A also serves as the frame without the other text and as the
+// second "as is". What draws by itself, which the clocks do not stop (images but still data:
+// ones, media, canvases, plugins, SMIL, a frame not laid out, a caret), is no evidence in either
+// proof: the pixels in its box are left out (layoutRead.Movers), since no number of shots tells
+// its change from a run's paint (A and A2 may meet the same frame of an image that flickers).
+// A page where such a thing has no box (an image in generated content, a list marker or the page
+// background, fonts loading, a filter or reflection that may spread it), with text drawn by a
+// background (background-clip: text) or restyled by ::first-line, or whose runs' paint could
+// not be turned off alone, takes the four-frame proof: the bridge shoots A, makes all text
+// paint transparent (fill, stroke, shadow, SVG fill) and shoots (B), makes only the paint of
+// generated content, list markers and form controls transparent and shoots again (C), restores the
+// paint and shoots a fourth time (A2), in every frame at once; there a pixel must also be stable
+// between A and A2 and not drawn by other text (A and C differ by less than pixelDelta). Then the
+// reader reads each frame, in the same frozen state, with one verdict per run (and the credential
+// check in that same evaluation). A two-frame proof during which a frame's scroll positions moved
+// (a smooth scroll the page started) decides nothing.
 //
 // What is not shown now is shown by scrolling, as a person would: a run scrolled away inside a
 // scroll container (overflow auto or scroll) or outside a child frame's viewport is scrolled
@@ -134,7 +151,15 @@ type layoutRead struct {
 	CapH     float64           `json:"capH"`
 	Revealed bool              `json:"revealed"`
 	View     [4]float64        `json:"view"` // scroll x, y, viewport width, height
-	Owners   []struct {
+	// Slow says why the frame needs the four-frame proof ("": two frames prove it).
+	Slow string `json:"slow"`
+	// Still is the frame's scroll positions when laid out: the two-frame proof holds only while
+	// they stay.
+	Still string `json:"still"`
+	// Movers are the boxes of what draws by itself (images, media, canvases, a caret...), in the
+	// frame's coordinates: no pixel in them is evidence.
+	Movers [][4]float64 `json:"movers"`
+	Owners []struct {
 		ID string  `json:"id"`
 		X  float64 `json:"x"`
 		Y  float64 `json:"y"`
@@ -151,6 +176,8 @@ type frameRuns struct {
 	old      []bool // runs decided by an earlier read (visState)
 	tried    map[int]bool
 	children []string
+	still    string // the scroll positions of the last layout (layoutRead.Still)
+	movers   [][4]float64
 }
 
 // pixelJob is the pixel phase of one read: every frame laid out, shot together.
@@ -166,7 +193,20 @@ type pixelJob struct {
 	decided int        // runs this phase decided by pixels
 	groups  int        // groups of bands shot
 	slow    bool       // paint waits longer for out-of-process frames (recheckRemote)
+	// slowWhy says why this page needs the four-frame proof, or "" (twoFrames).
+	slowWhy string
+	twos    int // groups proven with two frames
 }
+
+// twoFrames says whether the groups shot now are proven with two frames: the page's clocks
+// stopped, nothing on it that draws by itself, and every run's paint can be turned off alone.
+func (j *pixelJob) twoFrames() bool {
+	return !j.s.cfg.fourFrames && (j.slowWhy == "" || j.s.cfg.trustMovers)
+}
+
+// errMoved stops a two-frame proof whose page scrolled while it was shot (a smooth scroll the
+// page started, say): nothing in that group is decided.
+var errMoved = errors.New("pixel phase: the page scrolled during the shots")
 
 // remote says whether frame is drawn by another renderer than the main frame's.
 func (j *pixelJob) remote(f *frameRuns) bool { return j.v.owner[f.id] != j.v.owner[j.v.mainID] }
@@ -255,6 +295,9 @@ func stopNote(err error, final bool) string {
 // visible child frames; reveal >= 0 scrolls run reveal into view first.
 func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, depth int) error {
 	if depth > 8 || j.v.owner[frame] == nil {
+		if j.slowWhy == "" {
+			j.slowWhy = "a frame not laid out"
+		}
 		return nil
 	}
 	isChild := frame != j.v.mainID
@@ -295,6 +338,14 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		return fmt.Errorf("frame %s changed between layouts (%d runs, then %d)", frame, len(f.verdicts), len(l.Runs))
 	}
 	f.off = off
+	f.still = l.Still
+	f.movers = f.movers[:0]
+	for _, m := range l.Movers {
+		f.movers = append(f.movers, [4]float64{m[0] + off[0], m[1] + off[1], m[2], m[3]})
+	}
+	if l.Slow != "" && j.slowWhy == "" {
+		j.slowWhy = l.Slow
+	}
 	if !isChild {
 		j.view = l.View
 	}
@@ -343,9 +394,10 @@ func (j *pixelJob) unbox(frame string) {
 	}
 }
 
-// paint sets the text paint of every laid-out frame: "off", "foreign" or "on".
+// paint sets the text paint of every laid-out frame: "off", "foreign", "runs" (only the runs of
+// the last layout off), "on", or "restore" (undoes "runs" only).
 func (j *pixelJob) paint(ctx context.Context, mode string) error {
-	if mode == "on" {
+	if mode == "on" || mode == "restore" {
 		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		ctx = ctx2
@@ -356,8 +408,15 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 		if late := j.s.cfg.lateRemote; late != "" && !j.slow && j.v.owner[id] != j.v.owner[j.v.mainID] && (late == "all" || late == mode) {
 			continue // a test's stand-in for a paint that reaches the surface after the shots
 		}
-		if _, err := j.s.evalFrame(ctx, j.v, id, "paint", map[string]any{"paint": mode}); err != nil && first == nil {
+		rr, err := j.s.evalFrame(ctx, j.v, id, "paint", map[string]any{"paint": mode})
+		if err != nil && first == nil {
 			first = err
+		}
+		if err == nil && mode == "runs" && (rr.Exact == nil || !*rr.Exact) && first == nil {
+			first = errInexact
+		}
+		if err == nil && (mode == "runs" || mode == "restore") && j.twoFrames() && rr.Still != j.frames[id].still && first == nil {
+			first = errMoved
 		}
 		remote = remote || j.v.owner[id] != j.v.owner[j.v.mainID]
 	}
@@ -566,6 +625,12 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 		}
 		return out, nil
 	}
+	if j.twoFrames() {
+		done, err := j.shootTwo(ctx, bands, all, counts, shootAll)
+		if done || err != nil {
+			return err
+		}
+	}
 	a, err := shootAll()
 	if err != nil {
 		return err
@@ -592,10 +657,46 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 		return err
 	}
 	for i, bd := range bands {
-		countBand(bd, all, a[i], b[i], c[i], a2[i], counts)
+		countBand(bd, all, j.moverBoxes(), a[i], b[i], c[i], a2[i], counts)
 	}
 	return nil
 }
+
+// shootTwo is the two-frame proof of a group: A, as is, and D, with exactly the runs' paint off.
+// Nothing else differs between them (the clocks are stopped, nothing draws by itself, the
+// scroll positions are checked, and so is the paint of everything that inherits from a run's
+// parent), so a pixel that differs is drawn by a run: A serves as C and as A2. It returns false,
+// having shot nothing it counts, when the runs' paint could not be turned off alone: the page
+// then takes the four-frame proof.
+func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, counts map[runKey]*tally, shootAll func() ([]image.Image, error)) (bool, error) {
+	a, err := shootAll()
+	if err != nil {
+		return true, err
+	}
+	err = j.paint(ctx, "runs")
+	var d []image.Image
+	if err == nil {
+		d, err = shootAll()
+	}
+	if perr := j.paint(ctx, "restore"); err == nil {
+		err = perr
+	}
+	if errors.Is(err, errInexact) {
+		j.slowWhy = "a run's paint not turned off alone"
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	j.twos++
+	for i, bd := range bands {
+		countBand(bd, all, j.moverBoxes(), a[i], d[i], a[i], a[i], counts)
+	}
+	return true, nil
+}
+
+// errInexact: turning the runs' paint off changed the paint of something that is not a run.
+var errInexact = errors.New("pixel phase: the runs' paint not turned off alone")
 
 type runKey struct {
 	f   *frameRuns
@@ -645,10 +746,24 @@ func bandsOf(judge []runBox, maxH float64) ([]band, []int) {
 	return out, in
 }
 
-// countBand adds, for every pending run with a box in the band, the pixels it alone covers that
-// are stable (a, a2), drawn by text (a, b) and not drawn by other text (a, c: generated content,
-// markers, form controls), and its tallest box.
-func countBand(bd band, all []runBox, a, b, c, a2 image.Image, counts map[runKey]*tally) {
+// moverBoxes is where what draws by itself is, in every frame shown now (layoutRead.Movers).
+func (j *pixelJob) moverBoxes() [][4]float64 {
+	if j.s.cfg.trustMovers {
+		return nil
+	}
+	var out [][4]float64
+	for _, id := range j.order {
+		if f := j.frames[id]; f.boxes != nil {
+			out = append(out, f.movers...)
+		}
+	}
+	return out
+}
+
+// countBand adds, for every pending run with a box in the band, the pixels it alone covers
+// outside every mover's box that are stable (a, a2), drawn by text (a, b) and not drawn by other
+// text (a, c: generated content, markers, form controls), and its tallest box.
+func countBand(bd band, all []runBox, movers [][4]float64, a, b, c, a2 image.Image, counts map[runKey]*tally) {
 	W, H := a.Bounds().Dx(), a.Bounds().Dy()
 	if b.Bounds() != a.Bounds() || c.Bounds() != a.Bounds() || a2.Bounds() != a.Bounds() || W == 0 {
 		return // nothing counted: the runs are decided hidden
@@ -668,6 +783,15 @@ func countBand(bd band, all []runBox, a, b, c, a2 image.Image, counts map[runKey
 				if row[x] < 255 {
 					row[x]++
 				}
+			}
+		}
+	}
+	for _, m := range movers {
+		x0, y0, x1, y1 := px(m)
+		for y := y0; y < y1; y++ {
+			row := cover[y*W : y*W+W]
+			for x := x0; x < x1; x++ {
+				row[x] = 255 // never 1: not evidence
 			}
 		}
 	}
@@ -767,6 +891,9 @@ func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
 		return fmt.Errorf("scroll: %w", err)
 	}
 	j.view = l.View
+	if f := j.frames[j.v.mainID]; f != nil {
+		f.still = l.Still
+	}
 	return nil
 }
 
@@ -776,6 +903,19 @@ func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
 // (runs not decided are withheld) and the error that stopped it, if any.
 func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState) (*pixelJob, error) {
 	j := &pixelJob{s: s, v: v, frames: map[string]*frameRuns{}, prev: prev}
+	// The page's clocks stopped for the proof: a frozen page still runs its CSS animations,
+	// transitions and Web Animations; stopped, they draw the same in every shot (an animated
+	// run is read as drawn at that moment).
+	if err := clocks(ctx, v, 0); err != nil {
+		j.slowWhy = "clocks not stopped: " + err.Error()
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := clocks(uctx, v, 1); err != nil {
+			s.cfg.logf("bridge: clocks not restarted: %v", err)
+		}
+	}()
 	if err := j.layout(ctx, v.mainID, [2]float64{}, 0); err != nil {
 		return j, err
 	}
@@ -838,6 +978,19 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState
 		}
 	}
 	return j, nil
+}
+
+// clocks sets the playback rate of the document timelines of every target (the Animation
+// domain): 0 stops the CSS animations, transitions and Web Animations of all its frames, 1 lets
+// them run again. It returns the first error: a target whose clocks may still run.
+func clocks(ctx context.Context, v *pageView, rate float64) error {
+	var first error
+	for _, t := range v.targets {
+		if err := cdpCall(ctx, t.sess, "Animation.setPlaybackRate", map[string]any{"playbackRate": rate}, nil); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // freeze sets the lifecycle state of every target's page ("frozen" or "active").

@@ -23,6 +23,9 @@ type visCase struct {
 	// child, when set, is the body of a page on the other origin (a cross-site frame, in a
 	// renderer of its own), served where body says {CHILD}; the marker is in it.
 	child string
+	// still shoots the control with the page's animations stopped (Playwright's "disabled"):
+	// the case is over a background that moves.
+	still bool
 }
 
 // routes: the ways a page could choose where its text is judged (issue 12). A frame, a scroll
@@ -48,7 +51,59 @@ var (
 	boxes = strings.Repeat(scrolled("<p>line in a box</p>"), 14)
 )
 
-var routeHidden = []visCase{
+// covered puts x 2000 px down a scroll container 80 px high, under cover: an opaque layer the
+// container holds (the class of issue 25: the part the container shows only once scrolled).
+// cover is one of the ways a layer stays over it however far the container is scrolled; the
+// visible variants (coverSeen) draw the same layer half transparent: the positive controls.
+func covered(cover, x string) string {
+	return `<div style="height:80px;overflow:auto;position:relative"><p>top of the box</p><div style="height:2000px"></div>` + x + cover + `</div>`
+}
+
+var covers = []struct{ name, hidden, seen string }{
+	{"sticky layer", `<div style="position:sticky;bottom:0;height:80px;margin-top:-80px;background:#fff"></div>`,
+		`<div style="position:sticky;bottom:0;height:80px;margin-top:-80px;background:rgba(255,255,255,.4)"></div>`},
+	{"layer placed on the text", `<div style="position:absolute;left:0;right:0;top:2030px;height:60px;background:#fff"></div>`,
+		`<div style="position:absolute;left:0;right:0;top:2030px;height:60px;background:rgba(255,255,255,.4)"></div>`},
+	{"layer over the whole content", `<div style="position:absolute;left:0;top:0;width:100%;height:2200px;background:#fff"></div>`,
+		`<div style="position:absolute;left:0;top:0;width:100%;height:2200px;background:rgba(255,255,255,.4)"></div>`},
+	{"layer in flow after it", `<div style="position:relative;height:60px;margin-top:-60px;background:#fff"></div>`,
+		`<div style="position:relative;height:60px;margin-top:-60px;background:rgba(255,255,255,.4)"></div>`},
+	{"layer by z-index", `<div style="position:absolute;z-index:5;left:0;right:0;top:1900px;height:300px;background:#fafafa"></div>`,
+		`<div style="position:absolute;z-index:5;left:0;right:0;top:1900px;height:300px;background:rgba(250,250,250,.4)"></div>`},
+	{"layer outside the container", ``, ``},
+}
+
+func coverCases(hidden bool) []visCase {
+	var out []visCase
+	for _, c := range covers {
+		layer := c.seen
+		if hidden {
+			layer = c.hidden
+		}
+		body := covered(layer, `<p>{M}</p>`)
+		if c.name == "layer outside the container" {
+			// The layer is the container's sibling, over the whole container.
+			bg := "rgba(255,255,255,.4)"
+			if hidden {
+				bg = "#fff"
+			}
+			body = `<div style="position:relative">` + covered("", `<p>{M}</p>`) + `<div style="position:absolute;inset:0;background:` + bg + `"></div></div>`
+		}
+		out = append(out, visCase{name: "scroll cover: " + c.name, body: body})
+	}
+	// Scrolled sideways, and nested in a second container.
+	bg := "rgba(255,255,255,.4)"
+	if hidden {
+		bg = "#fff"
+	}
+	out = append(out,
+		visCase{name: "scroll cover: sideways", body: `<div style="width:300px;overflow-x:auto;white-space:nowrap;position:relative"><span style="display:inline-block;width:2000px">left</span><span>{M}</span><div style="position:absolute;left:1990px;top:0;width:400px;height:100%;background:` + bg + `"></div></div>`},
+		visCase{name: "scroll cover: nested containers", body: covered("", covered(`<div style="position:absolute;left:0;top:0;width:100%;height:2200px;background:`+bg+`"></div>`, `<p>{M}</p>`))},
+	)
+	return out
+}
+
+var routeHidden = append([]visCase{
 	{name: "route: frame, white on white gradient", body: framed(gradientQ)},
 	{name: "route: frame, overlay on top", body: framed(overlayQ)},
 	{name: "route: cross-site frame, overlay on top", body: `<iframe style="width:500px;height:100px" src="{CHILD}"></iframe>`, child: overlay},
@@ -65,9 +120,9 @@ var routeHidden = []visCase{
 	{name: "drawn only by a blurred shadow", body: `<span style="color:transparent;text-shadow:0 0 10px #000">{M}</span>`},
 	{name: "route: over generated content", body: `<style>.g::before{content:"WWWWWWWWWWWW"}</style><div style="position:relative"><span class="g"></span><span style="position:absolute;left:0;top:0;color:transparent">{M}</span></div>`},
 	{name: "route: over a form control's text", body: `<div style="position:relative"><input value="WWWWWWWWWWWW" style="border:0;padding:0;font:16px serif;width:300px"><span style="position:absolute;left:0;top:0;color:transparent;font:16px serif">{M}</span></div>`},
-}
+}, coverCases(true)...)
 
-var routeVisible = []visCase{
+var routeVisible = append([]visCase{
 	{name: "route: frame scrolled", body: framed(`<p>{M}</p>`)},
 	{name: "route: cross-site frame", body: `<iframe style="width:500px;height:100px" src="{CHILD}"></iframe>`, child: `<p>{M}</p>`},
 	{name: "route: scroll container", body: scrolled(`<p>{M}</p>`)},
@@ -75,7 +130,7 @@ var routeVisible = []visCase{
 	{name: "route: bottom of a 30000 px page", body: `<div style="height:30000px"></div><p>{M}</p>`},
 	{name: "route: 3000 nodes", body: nodes + `<p>{M}</p>`},
 	{name: "route: beside generated content", body: `<style>.g::before{content:"» "}.g::after{content:" *"}</style><p class="g">{M}</p>`},
-}
+}, coverCases(false)...)
 
 // hiddenCorpus: techniques that leave no readable pixel of the marker. Each is proven invisible by
 // the control in TestVisibilityCorpus (two shots of the page, with two different markers of the
@@ -130,6 +185,12 @@ var hiddenCorpus = []visCase{
 	{name: "faint fdfdfd", body: `<div style="color:#fdfdfd">{M}</div>`},
 	{name: "font-size 4px", body: `<div style="font-size:4px">{M}</div>`},
 	{name: "child of faded parent", body: `<div style="opacity:.03"><p style="opacity:1">{M}</p></div>`},
+	// Over what moves (issue 25), its control shot with animations stopped: hidden however the
+	// background moves between the shots.
+	{name: "transparent over a moving background", still: true, body: `<style>@keyframes slide{to{background-position:40px 0}}</style><div style="padding:4px;background:repeating-linear-gradient(90deg,#000 0 10px,#fff 10px 20px);animation:slide .2s linear infinite"><span style="color:transparent">{M}</span></div>`},
+	{name: "transparent over a pulsing block", still: true, body: `<style>@keyframes blink{50%{background:#000}}</style><div style="background:#fff;animation:blink .2s steps(1) infinite"><span style="color:transparent">{M}</span></div>`},
+	// Text in a parent whose child and generated content stay drawn when the runs are off.
+	{name: "transparent run, its child's generated content on top", body: `<style>.k::after{content:"WWWWWWWWWWWWWW";position:absolute;left:0;top:0;color:#000}</style><p style="position:relative;color:transparent">{M}<span class="k"></span></p>`},
 }
 
 // visibleCorpus: styles a person reads; every marker must reach the reader's output.
@@ -180,6 +241,15 @@ var visibleCorpus = []visCase{
 	{name: "label", body: `<label>{M}</label>`},
 	{name: "blue on yellow", body: `<p style="background:#ff0;color:#00f">{M}</p>`},
 	{name: "same frame", body: `<iframe srcdoc="<p>{M}</p>" style="width:400px;height:60px"></iframe>`},
+	// Text whose pixels move (issue 25): a person reads it; the proof stops the page's clocks
+	// and reads it as drawn at that moment.
+	{name: "pulsing heading", body: `<style>@keyframes pulse{50%{opacity:.4;transform:scale(1.08)}}</style><h2 style="display:inline-block;animation:pulse .5s ease-in-out infinite">{M}</h2>`},
+	{name: "over a moving background", body: `<style>@keyframes slide{to{background-position:80px 0}}</style><div style="padding:8px;background:repeating-linear-gradient(90deg,#fff 0 20px,#ccc 20px 40px);animation:slide .3s linear infinite">{M}</div>`},
+	{name: "colour cycling", body: `<style>@keyframes hue{50%{color:#36c}}</style><p style="animation:hue .3s linear infinite">{M}</p>`},
+	{name: "sliding in, transition under way", body: `<p id="s" style="transition:transform 20s linear">{M}</p><script>requestAnimationFrame(() => requestAnimationFrame(() => { document.getElementById('s').style.transform = 'translateX(300px)' }))</script>`},
+	// Beside what draws by itself (the four-frame proof): still read.
+	{name: "beside an image", body: `<p><img alt="" width="16" height="16" src="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 width=%2216%22 height=%2216%22%3E%3Crect width=%2216%22 height=%2216%22 fill=%22%23369%22/%3E%3C/svg%3E"> {M}</p>`},
+	{name: "child element and generated content", body: `<style>.k::after{content:" (new)";color:#c00}</style><p style="color:#333">{M} <span class="k">tag</span></p>`},
 }
 
 const minFontPx = 6
@@ -237,9 +307,9 @@ const toMarkerJS = `(child) => {
 		const r = document.createRange(); r.selectNodeContents(n);
 		for (let a = n.parentElement; a && a !== document.body && a !== document.documentElement; a = a.parentElement) {
 			const s = getComputedStyle(a);
-			if (!['auto', 'scroll'].includes(s.overflowY)) continue;
 			const b = a.getBoundingClientRect(), q = r.getBoundingClientRect();
-			a.scrollTop += q.top - b.top - a.clientTop;
+			if (['auto', 'scroll'].includes(s.overflowY)) a.scrollTop += q.top - b.top - a.clientTop;
+			if (['auto', 'scroll'].includes(s.overflowX)) a.scrollLeft += q.left - b.left - a.clientLeft;
 		}
 		if (child) { const q = r.getBoundingClientRect(); window.scrollBy(0, q.top); }
 	}
@@ -253,7 +323,7 @@ func TestVisibilityCorpus(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
 	page := plainPage(t)
-	shot := func(u string) image.Image {
+	shot := func(u string, still bool) image.Image {
 		if _, err := page.Goto(u); err != nil {
 			t.Fatalf("control goto: %v", err)
 		}
@@ -270,8 +340,12 @@ func TestVisibilityCorpus(t *testing.T) {
 		}
 		d := dims.([]any)
 		w, h := toFloat(d[0]), toFloat(d[1])
-		b, err := page.Screenshot(playwright.PageScreenshotOptions{FullPage: playwright.Bool(true),
-			Clip: &playwright.Rect{X: 0, Y: 0, Width: w, Height: h}})
+		opts := playwright.PageScreenshotOptions{FullPage: playwright.Bool(true),
+			Clip: &playwright.Rect{X: 0, Y: 0, Width: w, Height: h}}
+		if still {
+			opts.Animations = playwright.ScreenshotAnimationsDisabled
+		}
+		b, err := page.Screenshot(opts)
 		if err != nil {
 			t.Fatalf("control screenshot %s: %v", u, err)
 		}
@@ -282,7 +356,7 @@ func TestVisibilityCorpus(t *testing.T) {
 		return img
 	}
 	drawn := func(c visCase, i int) int {
-		a, b := shot(visCaseURL(c, visMarker(i, false))), shot(visCaseURL(c, visMarker(i, true)))
+		a, b := shot(visCaseURL(c, visMarker(i, false)), c.still), shot(visCaseURL(c, visMarker(i, true)), c.still)
 		if a.Bounds() != b.Bounds() {
 			return 1 << 30
 		}

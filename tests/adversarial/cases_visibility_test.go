@@ -3,6 +3,8 @@ package adversarial
 import (
 	"strings"
 	"time"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // visibility: text a person cannot see, in the ways that leave no readable pixel, and credential
@@ -100,8 +102,21 @@ func visibilityRouteCases() []*tcase {
 		hidden("3000 nodes: overlay on top", advOverlay+nodes),
 		hidden("past the scroll passes: overlay on top", strings.Repeat(advScrolled("<p>line in a box</p>"), 14)+advScrolled(advOverlay)),
 		hidden("over generated content", `<style>.g::before{content:"WWWWWWWWWWWW"}</style><div style="position:relative"><span class="g"></span><span style="position:absolute;left:0;top:0;color:transparent">{marker}</span></div>`),
+		// Issue 25: under an opaque layer that the scroll container keeps over the part it shows
+		// only once scrolled; over what moves (the two-frame proof stops the page's clocks, and
+		// what draws by itself is no evidence); beside a child whose generated content stays
+		// drawn when the runs' paint is off.
+		hidden("scroll container: sticky layer over the scrolled part", `<div style="height:80px;overflow:auto;position:relative"><p>top of the box</p><div style="height:2000px"></div><p>{marker}</p><div style="position:sticky;bottom:0;height:80px;margin-top:-80px;background:#fff"></div></div>`),
+		hidden("scroll container: layer over the whole content", `<div style="height:80px;overflow:auto;position:relative"><p>top of the box</p><div style="height:2000px"></div><p>{marker}</p><div style="position:absolute;left:0;top:0;width:100%;height:2200px;background:#fff"></div></div>`),
+		hidden("moving: transparent over a moving background", `<style>@keyframes slide{to{background-position:40px 0}}</style><div style="padding:4px;background:repeating-linear-gradient(90deg,#000 0 10px,#fff 10px 20px);animation:slide .2s linear infinite"><span style="color:transparent">{marker}</span></div>`),
+		hidden("moving: transparent over a blinking block", `<style>@keyframes blink{50%{background:#000}}</style><div style="background:#fff;animation:blink .2s steps(1) infinite"><span style="color:transparent">{marker}</span></div>`),
+		hidden("moving: transparent over an animated image", `<div style="position:relative;width:320px;height:28px"><img alt="" src="`+advFlickerGIF+`" style="position:absolute;left:0;top:0;width:320px;height:28px"><span style="position:absolute;left:4px;top:4px;color:transparent;font:16px monospace">{marker}</span></div>`),
+		hidden("runs off alone: child's generated content on top", `<style>.k::after{content:"WWWWWWWWWWWWWW";position:absolute;left:0;top:0;color:#000}</style><p style="position:relative;color:transparent">{marker}<span class="k"></span></p>`),
 	}
 }
+
+// advFlickerGIF is a 320 x 28 px GIF that turns from black to white and back every 20 ms.
+var advFlickerGIF = testutil.FlickerGIF(320, 28)
 
 // visibilityHTTPSCases: the visibility and credential families over https (promise 7), a
 // representative subset: every route case, the classic techniques a style check misses, the

@@ -1,0 +1,95 @@
+package bridge
+
+import (
+	"image"
+	"image/color"
+	"testing"
+)
+
+// The pixel arithmetic on synthetic images, without Chromium (issue 30).
+
+// canvas is a w x h opaque white image with black pixels at dots.
+func canvas(w, h int, dots ...image.Point) *image.RGBA {
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	for i := range m.Pix {
+		m.Pix[i] = 255
+	}
+	for _, p := range dots {
+		m.Set(p.X, p.Y, color.Black)
+	}
+	return m
+}
+
+func TestCountBand(t *testing.T) {
+	glyph := []image.Point{{2, 2}, {3, 2}, {4, 2}, {2, 3}, {3, 3}}
+	bd := band{0, 0, 20, 20}
+	f := &frameRuns{pending: []bool{true, true}}
+	run := runBox{f, 0, [4]float64{0, 0, 10, 10}}
+	drawn := func(all []runBox, movers [][4]float64, a, b, c, a2 image.Image) int {
+		counts := map[runKey]*tally{}
+		countBand(bd, all, movers, a, b, c, a2, counts)
+		if tl := counts[runKey{f, 0}]; tl != nil {
+			return tl.drawn
+		}
+		return 0
+	}
+	a, off := canvas(20, 20, glyph...), canvas(20, 20)
+	for _, c := range []struct {
+		name     string
+		all      []runBox
+		movers   [][4]float64
+		b, c, a2 image.Image
+		want     int
+	}{
+		{name: "drawn by the run (four frames)", all: []runBox{run}, b: off, c: canvas(20, 20, glyph...), a2: canvas(20, 20, glyph...), want: 5},
+		{name: "two frames: A serves as C and A2", all: []runBox{run}, b: off, c: a, a2: a, want: 5},
+		{name: "not drawn (B as A)", all: []runBox{run}, b: a, c: a, a2: a, want: 0},
+		{name: "unstable (A2 differs)", all: []runBox{run}, b: off, c: a, a2: off, want: 0},
+		{name: "drawn by other text (C differs)", all: []runBox{run}, b: off, c: off, a2: a, want: 0},
+		{name: "under another run's box", all: []runBox{run, {f, 1, [4]float64{0, 0, 10, 10}}}, b: off, c: a, a2: a, want: 0},
+		{name: "inside a mover's box", all: []runBox{run}, movers: [][4]float64{{0, 0, 10, 10}}, b: off, c: a, a2: a, want: 0},
+		{name: "a mover beside it", all: []runBox{run}, movers: [][4]float64{{12, 0, 5, 5}}, b: off, c: a, a2: a, want: 5},
+	} {
+		if got := drawn(c.all, c.movers, a, c.b, c.c, c.a2); got != c.want {
+			t.Errorf("%s: %d drawn pixels, want %d", c.name, got, c.want)
+		}
+	}
+	// Faint: a difference under pixelDelta is not drawn.
+	faint := canvas(20, 20)
+	for _, p := range glyph {
+		faint.Set(p.X, p.Y, color.RGBA{255 - pixelDelta + 1, 255 - pixelDelta + 1, 255 - pixelDelta + 1, 255})
+	}
+	if got := drawn([]runBox{run}, nil, faint, off, faint, faint); got != 0 {
+		t.Errorf("faint: %d drawn pixels, want 0", got)
+	}
+	// Shots of another size than the band's: nothing counted (the run is decided hidden).
+	if got := drawn([]runBox{run}, nil, a, canvas(10, 10), a, a); got != 0 {
+		t.Errorf("sizes differ: %d drawn pixels, want 0", got)
+	}
+	if verdictOf(&tally{drawn: minPixels, tallest: minRunHeight}) != runVisible || verdictOf(&tally{drawn: minPixels - 1, tallest: 20}) != runHidden ||
+		verdictOf(&tally{drawn: 50, tallest: minRunHeight - 1}) != runHidden || verdictOf(nil) != runHidden {
+		t.Error("verdictOf: the thresholds minPixels and minRunHeight are not applied")
+	}
+}
+
+func TestBandsOf(t *testing.T) {
+	f := &frameRuns{}
+	box := func(y, h float64) runBox { return runBox{f, 0, [4]float64{10, y, 40, h}} }
+	judge := []runBox{box(500, 20), box(0, 20), box(30, 20), box(9000, 5000)}
+	bands, in := bandsOf(judge, 4000)
+	if len(bands) != 2 {
+		t.Fatalf("%d bands, want 2 (the near boxes merged, the far one taller than the bound alone): %v", len(bands), bands)
+	}
+	// Sorted by top: 0, 30 and 500 share the first band; the tall one is a band of its own.
+	if in[0] != 0 || in[1] != 0 || in[2] != 0 || in[3] != 1 {
+		t.Errorf("bands of the boxes: %v, want [0 0 0 1]", in)
+	}
+	if b := bands[0]; b.y0 != 0 || b.y1 != 522 || b.x0 != 8 || b.x1 != 52 {
+		t.Errorf("first band %+v: want the boxes' extent with 2 px around, clipped at 0", b)
+	}
+	for _, b := range bands {
+		if (b.y1-b.y0)*(b.x1-b.x0) > maxBandArea && b.y1-b.y0 <= 4000 {
+			t.Errorf("band %+v over maxBandArea", b)
+		}
+	}
+}
