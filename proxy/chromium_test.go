@@ -414,14 +414,9 @@ func TestBrowserEgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		rt := bridgeRuntime(t)
-		user, pass := p.Credentials()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		s, err := rt.Launch(ctx, f.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...))
-		if err != nil {
-			t.Fatalf("bridge.Launch: %v", err)
-		}
+		s := launchBehind(ctx, t, bridgeRuntime(t), f.pol, p)
 		defer s.Close()
 		k := newKey()
 		if _, err := s.Open(ctx, f.site.URL+"/p/"+k+"/escape.html"); err != nil {
@@ -467,14 +462,9 @@ func TestBrowserEgress(t *testing.T) {
 			t.Errorf("with the proxy down the site got %d page loads, want 0", n)
 		}
 
-		rt := bridgeRuntime(t)
-		user, pass := p.Credentials()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		s, err := rt.Launch(ctx, f.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...))
-		if err != nil {
-			t.Fatalf("bridge.Launch: %v", err)
-		}
+		s := launchBehind(ctx, t, bridgeRuntime(t), f.pol, p)
 		defer s.Close()
 		if _, err := s.Open(ctx, f.site.URL+"/p/"+k+"/escape.html"); err == nil {
 			t.Errorf("bridge Open succeeded with the proxy down")
@@ -483,6 +473,18 @@ func TestBrowserEgress(t *testing.T) {
 			t.Errorf("with the proxy down the site got %d page loads through the bridge, want 0", n)
 		}
 	})
+}
+
+// launchBehind starts a bridge session on rt whose Chromium sends everything through p, with opts
+// after; the caller closes it.
+func launchBehind(ctx context.Context, t *testing.T, rt *bridge.Runtime, pol *policy.Policy, p *proxy.Proxy, opts ...bridge.Option) *bridge.Session {
+	t.Helper()
+	user, pass := p.Credentials()
+	s, err := rt.Launch(ctx, pol, append([]bridge.Option{bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("bridge.Launch: %v", err)
+	}
+	return s
 }
 
 func sortedKinds() []string {

@@ -281,18 +281,13 @@ func TestHTTPSEgress(t *testing.T) {
 			sync.Mutex
 			ds []bridge.RequestDecision
 		}
-		user, pass := p.Credentials()
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		s, err := rt.Launch(ctx, site.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...),
-			bridge.WithProxyRoots(p.RootCAs()), bridge.WithDecisionHook(func(d bridge.RequestDecision) {
-				brec.Lock()
-				brec.ds = append(brec.ds, d)
-				brec.Unlock()
-			}))
-		if err != nil {
-			t.Fatalf("bridge.Launch: %v", err)
-		}
+		s := launchBehind(ctx, t, rt, site.pol, p, bridge.WithProxyRoots(p.RootCAs()), bridge.WithDecisionHook(func(d bridge.RequestDecision) {
+			brec.Lock()
+			brec.ds = append(brec.ds, d)
+			brec.Unlock()
+		}))
 		defer s.Close()
 		k := site.newKey()
 		if _, err := s.Open(ctx, site.URL+"/p/"+k+"/writes.html"); err != nil {
