@@ -1,7 +1,10 @@
 // Package testutil holds the helpers that the tests of several packages share.
 package testutil
 
-import "time"
+import (
+	"os/exec"
+	"time"
+)
 
 // PollInterval is how often Eventually checks its condition.
 const PollInterval = 20 * time.Millisecond
@@ -16,4 +19,19 @@ func Eventually(d time.Duration, cond func() bool) bool {
 		}
 	}
 	return cond()
+}
+
+// WaitOrKill waits up to d for cmd, already started, to exit, and kills it then. It reports
+// whether cmd exited by itself within d.
+func WaitOrKill(cmd *exec.Cmd, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		return false
+	}
 }
