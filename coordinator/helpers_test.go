@@ -37,11 +37,17 @@ func startDemo(t *testing.T) demo {
 		t.Fatalf("demosite.Start: %v", err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	pol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo policy")
+	return demo{srv: srv, pol: demoPolicy(t, srv.URL)}
+}
+
+// demoPolicy is the demo site's policy for a site at origin.
+func demoPolicy(t testing.TB, origin string) *policy.Policy {
+	t.Helper()
+	pol, err := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
 	if err != nil {
 		t.Fatalf("policy.Parse: %v", err)
 	}
-	return demo{srv: srv, pol: pol}
+	return pol
 }
 
 func (d demo) url(path string) string { return d.srv.URL + path }
