@@ -2,6 +2,7 @@
 package testutil
 
 import (
+	"errors"
 	"os/exec"
 	"time"
 )
@@ -34,4 +35,18 @@ func WaitOrKill(cmd *exec.Cmd, d time.Duration) bool {
 		<-done
 		return false
 	}
+}
+
+// ExitCode is the exit code a command's Run or Wait error stands for: 0 for nil, the process's
+// own code for an *exec.ExitError (-1 when a signal ended it). ok is false for any other error:
+// the command did not run or was not waited for.
+func ExitCode(err error) (code int, ok bool) {
+	var xe *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &xe):
+		return xe.ExitCode(), true
+	}
+	return 0, false
 }

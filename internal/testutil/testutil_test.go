@@ -39,3 +39,22 @@ func TestWaitOrKill(t *testing.T) {
 		t.Errorf("the sleeping command was not killed: %v", hung.ProcessState)
 	}
 }
+
+func TestExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cmd  *exec.Cmd
+		code int
+		ran  bool
+	}{
+		{"success", exec.Command("true"), 0, true},
+		{"exit 3", exec.Command("sh", "-c", "exit 3"), 3, true},
+		{"killed by a signal", exec.Command("sh", "-c", "kill -9 $$"), -1, true},
+		{"no such program", exec.Command("/nonexistent/browser-agent-test"), 0, false},
+	} {
+		code, ok := ExitCode(tt.cmd.Run())
+		if code != tt.code || ok != tt.ran {
+			t.Errorf("%s: got %d, %t; want %d, %t", tt.name, code, ok, tt.code, tt.ran)
+		}
+	}
+}
