@@ -160,6 +160,28 @@ func benchLookup(b *testing.B, opts ...bridge.Option) {
 	lookupOn(b, ctx, srv.URL, nil, nil, opts...)
 }
 
+// plainPage starts plain playwright-go (no policy, proxy or checks): the driver and a headless
+// Chromium launched with opts completed by testbrowser.Options, and opens a page in it. stop
+// closes the browser and stops the driver.
+func plainPage(b *testing.B, opts playwright.BrowserTypeLaunchOptions) (page playwright.Page, stop func()) {
+	b.Helper()
+	pw, err := testbrowser.Run(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	browser, err := testbrowser.Launch(pw, opts)
+	if err != nil {
+		pw.Stop()
+		b.Fatal(err)
+	}
+	stop = func() { browser.Close(); pw.Stop() }
+	if page, err = browser.NewPage(); err != nil {
+		stop()
+		b.Fatal(err)
+	}
+	return page, stop
+}
+
 // lookupOn measures the lookup preset on the demo site at origin, guarded (the proxy with popts)
 // against plain playwright-go (Chromium with plainArgs), interleaved.
 func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Option, plainArgs []string, opts ...bridge.Option) {
@@ -174,25 +196,8 @@ func lookupOn(b *testing.B, ctx context.Context, origin string, popts []proxy.Op
 	}
 	defer g.Close()
 
-	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: testbrowser.DriverDir(), SkipInstallBrowsers: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pw.Stop()
-	browser, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
-		ExecutablePath:  playwright.String(testbrowser.Chromium()),
-		Headless:        playwright.Bool(true),
-		ChromiumSandbox: playwright.Bool(os.Geteuid() != 0),
-		Args:            plainArgs,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer browser.Close()
-	page, err := browser.NewPage()
-	if err != nil {
-		b.Fatal(err)
-	}
+	page, stop := plainPage(b, playwright.BrowserTypeLaunchOptions{Args: plainArgs})
+	defer stop()
 	steps := &stepTimes{}
 	plain := plainLookup{page: page, origin: origin, steps: steps}
 	tb := timedBrowser{Browser: g, steps: steps}

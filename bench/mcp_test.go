@@ -145,20 +145,8 @@ func mcpSide(b *testing.B, cmdName, label string, args []string, urls []string, 
 // plainSide is the same with plain playwright-go: no policy, proxy or checks.
 func plainSide(b *testing.B, urls []string, warm int) (float64, float64) {
 	start := time.Now()
-	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: testbrowser.DriverDir(), SkipInstallBrowsers: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pw.Stop()
-	br, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{ExecutablePath: playwright.String(testbrowser.Chromium()), Headless: playwright.Bool(true), Args: []string{"--no-sandbox"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
-	page, err := br.NewPage()
-	if err != nil {
-		b.Fatal(err)
-	}
+	page, stop := plainPage(b, playwright.BrowserTypeLaunchOptions{Args: []string{"--no-sandbox"}, ChromiumSandbox: playwright.Bool(false)})
+	defer stop()
 	step := func(u string) {
 		if _, err := page.Goto(u, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad}); err != nil {
 			b.Fatal(err)

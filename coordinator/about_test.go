@@ -6,8 +6,6 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
-	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/policy"
 )
 
 // TestAboutTheRecord: a source counts for the task's record when the page shows the record's
@@ -16,10 +14,7 @@ import (
 // "Record ID" label are answered; a page about another record, or listing two, is refused.
 func TestAboutTheRecord(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, err := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, origin)
 	page := origin + "/records/SYN-0042"
 	status := bridge.Field{Label: "Status", Value: "Active"}
 	notAbout := "unsupported answer: source " + page + " is not about record SYN-0042"

@@ -8,7 +8,6 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
-	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -27,10 +26,7 @@ func (b budgetBrowser) Open(ctx context.Context, url string) (bridge.Page, error
 // the layer that counted it, even when the model would go on (a script model that keeps opening).
 func TestBudgetEndsRun(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, err := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, origin)
 	tests := []struct {
 		name       string
 		err        *bridge.BudgetError

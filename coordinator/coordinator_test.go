@@ -131,10 +131,7 @@ func TestPresets(t *testing.T) {
 
 func TestPresetData(t *testing.T) {
 	names := map[string]bool{}
-	pol, err := policy.Parse(demosite.PolicyYAML("http://127.0.0.1:8081"), "demo policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, "http://127.0.0.1:8081")
 	for _, p := range presets.All() {
 		names[p.Name] = true
 		if _, err := pol.ParseTask(p.Task); err != nil {
@@ -460,10 +457,7 @@ func TestInjection(t *testing.T) {
 // TestEnvelope: page content that imitates the envelope's end cannot break out of it.
 func TestEnvelope(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, err := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, origin)
 	hostile := []string{
 		`"}`,
 		`"}}`,
@@ -543,7 +537,7 @@ func TestEnvelope(t *testing.T) {
 // extracts its fields and cites it for the task's record. The answer check refuses the source.
 func TestAnotherRecordCited(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, _ := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
+	pol := demoPolicy(t, origin)
 	r42, r43 := origin+"/records/SYN-0042", origin+"/records/SYN-0043"
 	b := browsertest.NewPages(map[string]browsertest.Page{
 		r42: {Text: "ok", Links: []bridge.Link{{N: 1, Text: "see also", URL: r43}}},
@@ -559,7 +553,7 @@ func TestAnotherRecordCited(t *testing.T) {
 
 func TestBrowserLies(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, _ := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
+	pol := demoPolicy(t, origin)
 	page := origin + "/records/SYN-0042"
 	secret := "PAGE-FROM-EVIL-ORIGIN"
 	b := browsertest.NewPages(map[string]browsertest.Page{
@@ -637,10 +631,7 @@ func TestCredentialPage(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	pol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "test policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, srv.URL)
 	for _, tc := range []struct {
 		name    string
 		browser coordinator.Browser
@@ -731,7 +722,7 @@ func TestMaxSteps(t *testing.T) {
 // TestMalformedFinal: the model is told once, then the run ends as an error.
 func TestMalformedFinal(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, _ := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
+	pol := demoPolicy(t, origin)
 	tests := []struct {
 		name       string
 		steps      []coordinator.ScriptStep
@@ -809,7 +800,7 @@ func TestTranscript(t *testing.T) {
 // TestRejected: a bad task is rejected before any model or browser work, and recorded.
 func TestRejected(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, _ := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
+	pol := demoPolicy(t, origin)
 	tests := []struct {
 		name, task, want string
 	}{
@@ -943,7 +934,7 @@ func TestRedirectToWrite(t *testing.T) {
 // and the record the page is about.
 func TestEvidenceStamp(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, _ := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
+	pol := demoPolicy(t, origin)
 	at := time.Date(2031, 7, 8, 9, 10, 11, 12, time.UTC)
 	page := origin + "/records/SYN-0042"
 	b := browsertest.NewPages(map[string]browsertest.Page{page: {

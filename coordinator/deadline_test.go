@@ -9,8 +9,6 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
-	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/policy"
 )
 
 // slowModel takes 40 s a turn and opens the home page, until its context is done.
@@ -28,10 +26,7 @@ func slowModel(origin string) coordinator.Model {
 // TestDeadline: a run past its deadline ends blocked, at the deadline; a canceled run is an error.
 func TestDeadline(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
-	pol, err := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, origin)
 	synctest.Test(t, func(t *testing.T) {
 		b := browsertest.NewPages(map[string]browsertest.Page{origin + "/": {Text: "home"}})
 		start := time.Now()

@@ -13,38 +13,50 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// egressBrowser is a browser that reports, after each Open, the requests decided beneath it.
-type egressBrowser struct {
+// plantingBrowser is a browser that reports, after each Open, the requests plant says were
+// decided beneath it.
+type plantingBrowser struct {
 	coordinator.Browser
+	plant   func(url string) []policy.Entry
 	pending []policy.Entry
 }
 
-func (b *egressBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
+func (b *plantingBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
 	p, err = b.Browser.Open(ctx, url)
-	b.pending = append(b.pending,
-		policy.Entry{Method: "GET", Origin: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: policy.LayerBrowser},
-		policy.Entry{Method: "GET", Origin: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: policy.LayerProxy},
-	)
+	b.pending = append(b.pending, b.plant(url)...)
 	return p, err
 }
 
-func (b *egressBrowser) TakeDecisions() []policy.Entry {
+func (b *plantingBrowser) TakeDecisions() []policy.Entry {
 	out := b.pending
 	b.pending = nil
 	return out
 }
 
-// TestEgressDecisionsRecorded checks that the requests decided beneath a tool call reach the
-// recorder under that step's number, with their layer, and nowhere else.
-func TestEgressDecisionsRecorded(t *testing.T) {
+// runPlanted runs the offline planner's lookup of SYN-0042 on the demo through a plantingBrowser
+// and wants it answered; plant is given the demo's origin and each URL opened.
+func runPlanted(t *testing.T, plant func(origin, url string) []policy.Entry) (demo, coordinator.Result, *fakeRecorder) {
+	t.Helper()
 	d := startDemo(t)
 	rec := newRecorder()
 	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
-	b := &egressBrowser{Browser: browsertest.NewHTTP(d.pol)}
+	b := &plantingBrowser{Browser: browsertest.NewHTTP(d.pol), plant: func(url string) []policy.Entry { return plant(d.srv.URL, url) }}
 	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: offline.New(), Browser: b})
 	if res.Status != coordinator.StatusAnswered {
 		t.Fatalf("status: got %s (%s), want answered", res.Status, res.Reason)
 	}
+	return d, res, rec
+}
+
+// TestEgressDecisionsRecorded checks that the requests decided beneath a tool call reach the
+// recorder under that step's number, with their layer, and nowhere else.
+func TestEgressDecisionsRecorded(t *testing.T) {
+	_, res, rec := runPlanted(t, func(_, url string) []policy.Entry {
+		return []policy.Entry{
+			{Method: "GET", Origin: url, Verdict: policy.Allow, Reason: policy.ReasonAllowed, Layer: policy.LayerBrowser},
+			{Method: "GET", Origin: "http://canary.invalid/x", Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: policy.LayerProxy},
+		}
+	})
 	opens := map[int]bool{}
 	for _, s := range res.Steps {
 		if s.Tool == coordinator.ToolOpenURL || s.Tool == coordinator.ToolSearchSite {
@@ -76,31 +88,19 @@ func TestEgressDecisionsRecorded(t *testing.T) {
 	}
 }
 
-// secretBrowser reports, after each Open, requests a page chose with a secret in every part of
-// the URL and in the method, from both layers, allowed and denied.
-type secretBrowser struct {
-	coordinator.Browser
-	origin  string
-	pending []policy.Entry
-}
-
 const plantedSecret = "ZQXplanted4410"
 
-func (b *secretBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
-	p, err = b.Browser.Open(ctx, url)
+// plantSecret gives, for each Open, requests a page chose with plantedSecret in every part of the
+// URL and in the method, from both layers, allowed and denied.
+func plantSecret(origin, _ string) []policy.Entry {
+	var out []policy.Entry
 	for _, layer := range []string{policy.LayerBrowser, policy.LayerProxy} {
-		b.pending = append(b.pending,
-			policy.Entry{Method: "GET", Origin: b.origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
-			policy.Entry{Method: plantedSecret, Origin: b.origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},
+		out = append(out,
+			policy.Entry{Method: "GET", Origin: origin + "/sources/b/" + plantedSecret + "?s=" + plantedSecret + "#" + plantedSecret, Verdict: policy.Allow, Rule: "x read /sources/b/{id}", Reason: policy.ReasonAllowed, Layer: layer},
+			policy.Entry{Method: plantedSecret, Origin: origin + "/" + plantedSecret, Verdict: policy.Deny, Rule: "method " + plantedSecret, Reason: policy.ReasonWriteMethod, Layer: layer},
 			policy.Entry{Method: "GET", Origin: "http://" + plantedSecret + ".evil.example/" + plantedSecret, Verdict: policy.Deny, Reason: policy.ReasonHost, Layer: layer},
 		)
 	}
-	return p, err
-}
-
-func (b *secretBrowser) TakeDecisions() []policy.Entry {
-	out := b.pending
-	b.pending = nil
 	return out
 }
 
@@ -108,14 +108,7 @@ func (b *secretBrowser) TakeDecisions() []policy.Entry {
 // a secret a page put in a request's path, query, fragment, host or method reaches neither the
 // recorder nor the result, while the record's own path stays readable.
 func TestAuditKeepsNoChosenString(t *testing.T) {
-	d := startDemo(t)
-	rec := newRecorder()
-	c := coordinator.New(d.pol, coordinator.WithRecorder(rec))
-	b := &secretBrowser{Browser: browsertest.NewHTTP(d.pol), origin: d.srv.URL}
-	res := c.Run(context.Background(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: offline.New(), Browser: b})
-	if res.Status != coordinator.StatusAnswered {
-		t.Fatalf("status: got %s (%s), want answered", res.Status, res.Reason)
-	}
+	d, res, rec := runPlanted(t, plantSecret)
 	requests, recordPath := 0, false
 	for _, s := range rec.steps {
 		all := strings.Join([]string{s.Tool, s.URL, s.Rule, s.Reason, s.Layer, s.Verdict.String(), s.Origin, s.Path}, " ")

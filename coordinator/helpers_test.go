@@ -37,11 +37,17 @@ func startDemo(t *testing.T) demo {
 		t.Fatalf("demosite.Start: %v", err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	pol, err := policy.Parse(demosite.PolicyYAML(srv.URL), "demo policy")
+	return demo{srv: srv, pol: demoPolicy(t, srv.URL)}
+}
+
+// demoPolicy is the demo site's policy for a site at origin.
+func demoPolicy(t testing.TB, origin string) *policy.Policy {
+	t.Helper()
+	pol, err := policy.Parse(demosite.PolicyYAML(origin), "demo policy")
 	if err != nil {
 		t.Fatalf("policy.Parse: %v", err)
 	}
-	return demo{srv: srv, pol: pol}
+	return pol
 }
 
 func (d demo) url(path string) string { return d.srv.URL + path }
@@ -73,11 +79,23 @@ type fakeRecorder struct {
 
 func newRecorder() *fakeRecorder { return &fakeRecorder{runs: map[string]audit.Run{}} }
 
+// refuse is the error op meets: disk full where the recorder is told to fail, or no run where id
+// names no run begun (a begin names none). f.mu is held.
+func (f *fakeRecorder) refuse(op, id string) error {
+	if f.failOn == op {
+		return fmt.Errorf("disk full")
+	}
+	if _, ok := f.runs[id]; op != "begin" && !ok {
+		return fmt.Errorf("no run %s", id)
+	}
+	return nil
+}
+
 func (f *fakeRecorder) BeginRun(ctx context.Context, r audit.Run) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failOn == "begin" {
-		return "", fmt.Errorf("disk full")
+	if err := f.refuse("begin", ""); err != nil {
+		return "", err
 	}
 	f.begins++
 	id := fmt.Sprintf("run%d", f.begins)
@@ -89,11 +107,8 @@ func (f *fakeRecorder) BeginRun(ctx context.Context, r audit.Run) (string, error
 func (f *fakeRecorder) AddStep(ctx context.Context, s audit.Step) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failOn == "step" {
-		return fmt.Errorf("disk full")
-	}
-	if _, ok := f.runs[s.RunID]; !ok {
-		return fmt.Errorf("no run %s", s.RunID)
+	if err := f.refuse("step", s.RunID); err != nil {
+		return err
 	}
 	f.steps = append(f.steps, s)
 	return nil
@@ -102,11 +117,8 @@ func (f *fakeRecorder) AddStep(ctx context.Context, s audit.Step) error {
 func (f *fakeRecorder) FinishRun(ctx context.Context, r audit.Run) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.failOn == "finish" {
-		return fmt.Errorf("disk full")
-	}
-	if _, ok := f.runs[r.ID]; !ok {
-		return fmt.Errorf("no run %s", r.ID)
+	if err := f.refuse("finish", r.ID); err != nil {
+		return err
 	}
 	f.finishes++
 	f.runs[r.ID] = r

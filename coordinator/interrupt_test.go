@@ -14,7 +14,6 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
-	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -59,10 +58,7 @@ func (f closerFunc) Close() error { return f() }
 // TestWriteAhead: the run is recorded before the browser is launched, and the browser is closed
 // before the end is recorded, whether the run answers, is interrupted, or its launch fails.
 func TestWriteAhead(t *testing.T) {
-	pol, err := policy.Parse(demosite.PolicyYAML("http://127.0.0.1:8081"), "demo policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, "http://127.0.0.1:8081")
 	launched := func(log *eventLog, err error) coordinator.Launcher {
 		return func(context.Context, *policy.Policy) (coordinator.Browser, io.Closer, error) {
 			log.add("launch")

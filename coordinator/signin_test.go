@@ -10,8 +10,6 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
-	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/policy"
 )
 
 // TestSignInHook: with WithSignIn a credential page waits for the hook instead of ending the run.
@@ -21,10 +19,7 @@ import (
 func TestSignInHook(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
 	const secret = "pw-SECRET-4471"
-	pol, err := policy.Parse(demosite.PolicyYAML(origin), "test policy")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := demoPolicy(t, origin)
 	rec := origin + "/records/SYN-0013"
 	for _, tc := range []struct {
 		name      string

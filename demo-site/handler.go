@@ -112,20 +112,26 @@ func (s *Site) signIn(w http.ResponseWriter, r *http.Request, id string) bool {
 	return true
 }
 
-func (s *Site) recordPage(w http.ResponseWriter, r *http.Request) {
+// pathRecord is the registry A record the request's path names; when there is none it answers
+// as missing and reports false.
+func (s *Site) pathRecord(w http.ResponseWriter, r *http.Request) (Record, bool) {
 	id := r.PathValue("id")
 	rec, ok := s.Record(id)
 	if !ok {
 		s.missing(w, id)
-		return
 	}
-	if s.signIn(w, r, id) {
+	return rec, ok
+}
+
+func (s *Site) recordPage(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.pathRecord(w, r)
+	if !ok || s.signIn(w, r, rec.ID) {
 		return
 	}
 	render(w, http.StatusOK, "record", struct {
 		Record Record
 		Hidden string
-	}{rec, s.seed.hidden[id]})
+	}{rec, s.seed.hidden[rec.ID]})
 }
 
 func (s *Site) sourcePage(w http.ResponseWriter, r *http.Request) {
@@ -142,10 +148,8 @@ func (s *Site) sourcePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Site) editForm(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	rec, ok := s.Record(id)
+	rec, ok := s.pathRecord(w, r)
 	if !ok {
-		s.missing(w, id)
 		return
 	}
 	render(w, http.StatusOK, "edit", struct {

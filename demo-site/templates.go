@@ -2,7 +2,8 @@ package demosite
 
 import "html/template"
 
-// layout is shared by every page; each page defines "title" and "content".
+// layout is shared by every page; each page defines "title" and "content". "fields" is a record's
+// fields as the main registry and Registry B both list them.
 const layout = `{{define "layout"}}<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -24,7 +25,14 @@ nav a { margin-right: 1rem; }
 <footer><p>Synthetic Records is a demonstration site. Every record is generated.</p></footer>
 </body>
 </html>
-{{end}}`
+{{end}}{{define "fields"}}<dl>
+<dt>Record ID</dt><dd>{{.ID}}</dd>
+<dt>Name</dt><dd>{{.Name}}</dd>
+<dt>Status</dt><dd>{{.Status}}</dd>
+<dt>Region</dt><dd>{{.Region}}</dd>
+<dt>Owner</dt><dd>{{.Owner}}</dd>
+<dt>Updated</dt><dd>{{.Updated}}</dd>
+</dl>{{end}}`
 
 // pageSources maps a page name to its "title" and "content" definitions.
 var pageSources = map[string]string{
@@ -59,14 +67,7 @@ var pageSources = map[string]string{
 	"record": `{{define "title"}}{{.Record.ID}} — {{.Record.Name}} · Synthetic Records{{end}}
 {{define "content"}}<article class="record">
 <h1>{{.Record.ID}} — {{.Record.Name}}</h1>
-<dl>
-<dt>Record ID</dt><dd>{{.Record.ID}}</dd>
-<dt>Name</dt><dd>{{.Record.Name}}</dd>
-<dt>Status</dt><dd>{{.Record.Status}}</dd>
-<dt>Region</dt><dd>{{.Record.Region}}</dd>
-<dt>Owner</dt><dd>{{.Record.Owner}}</dd>
-<dt>Updated</dt><dd>{{.Record.Updated}}</dd>
-</dl>
+{{template "fields" .Record}}
 <h2>Notes</h2>
 <p class="notes">{{.Record.Notes}}</p>
 {{if .Hidden}}<div class="reviewer-note" style="display:none">{{.Hidden}}</div>
@@ -89,14 +90,7 @@ var pageSources = map[string]string{
 {{define "content"}}<article class="record registry-b">
 <h1>Registry B: {{.Record.ID}}</h1>
 <p>Registry B is an independently maintained copy of the records.</p>
-<dl>
-<dt>Record ID</dt><dd>{{.Record.ID}}</dd>
-<dt>Name</dt><dd>{{.Record.Name}}</dd>
-<dt>Status</dt><dd>{{.Record.Status}}</dd>
-<dt>Region</dt><dd>{{.Record.Region}}</dd>
-<dt>Owner</dt><dd>{{.Record.Owner}}</dd>
-<dt>Updated</dt><dd>{{.Record.Updated}}</dd>
-</dl>
+{{template "fields" .Record}}
 <p><a href="/records/{{.Record.ID}}">Main registry entry for {{.Record.ID}}</a></p>
 </article>{{end}}`,
 

@@ -35,10 +35,7 @@ sites:
 // every URL in reads must stay allowed, and the false positives accepted are listed (and
 // asserted, so that the list stays true).
 func TestWriteStemsFalsePositives(t *testing.T) {
-	p, err := Parse([]byte(realisticPolicy), "realistic")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, realisticPolicy)
 	const o = "https://registry.example.org"
 	reads := []string{
 		"/", "/records/SYN-0042", "/records/SYN-0042/history", "/records/SYN-0042/sources",
@@ -89,10 +86,7 @@ func TestWriteStemsFalsePositives(t *testing.T) {
 // TestWriteStemsCatchWrites is the other side: state changes without an exact write word, each
 // denied as a write.
 func TestWriteStemsCatchWrites(t *testing.T) {
-	p, err := Parse([]byte(realisticPolicy), "realistic")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, realisticPolicy)
 	const o = "https://registry.example.org"
 	writes := []string{
 		"/help/deleteall", "/records/SYN-1/history?x=1&action=deleterecord", "/help/x?op=removed",
@@ -128,10 +122,7 @@ func contains(s, sub string) bool {
 // any other is denied with the route named, a literal value must match, and a route without a
 // template accepts none.
 func TestQueryTemplates(t *testing.T) {
-	p, err := Parse([]byte(strings.Replace(realisticPolicy, "    search:", "      - /view?mode=full\n      - /records?status=closed\n    search:", 1)), "realistic")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, strings.Replace(realisticPolicy, "    search:", "      - /view?mode=full\n      - /records?status=closed\n    search:", 1))
 	const o = "https://registry.example.org"
 	tests := []struct {
 		path   string

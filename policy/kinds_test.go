@@ -8,7 +8,7 @@ import (
 // TestVariableKinds: a variable's kind comes from its name unless written; the rest is a path
 // unless written *:text; an action parameter is never text; a wrong kind is an error naming it.
 func TestVariableKinds(t *testing.T) {
-	p, err := Parse([]byte(`version: 1
+	p := mustParse(t, `version: 1
 sites:
   - origin: https://example.org
     read:
@@ -21,10 +21,7 @@ sites:
       - /w?title={page}&action={do}&post_title={x}
       - /find
     search: /find?s={query}
-`), "kinds")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	got := map[string]string{}
 	for _, v := range p.Variables("https://example.org") {
 		got[v.Route+" "+v.Name] = v.Kind.String() + " " + v.Why

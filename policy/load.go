@@ -319,35 +319,30 @@ func compile(f *file, name string) (*Policy, error) {
 			return nil, fail(f.Wall.Line, "wall", "%q is not one of auto, required, off", f.Wall.V)
 		}
 	}
-	if l := f.Limits.MaxRedirectHops; l.Set {
-		if l.V < 0 || l.V > 20 {
-			return nil, fail(l.Line, "limits.max_redirect_hops", "%d is out of range 0..20", l.V)
+	for _, l := range []struct {
+		n      num
+		key    string
+		lo, hi int
+		dst    *int
+	}{
+		{f.Limits.MaxRedirectHops, "limits.max_redirect_hops", 0, 20, &p.limits.MaxRedirectHops},
+		{f.Limits.MaxSteps, "limits.max_steps", 1, 200, &p.limits.MaxSteps},
+		{f.Limits.MaxPageRequests, "limits.max_page_requests", 1, 10000, &p.limits.MaxPageRequests},
+		{f.Limits.MaxConcurrentRequests, "limits.max_concurrent_requests", 1, 64, &p.limits.MaxConcurrentRequests},
+	} {
+		if !l.n.Set {
+			continue
 		}
-		p.limits.MaxRedirectHops = l.V
-	}
-	if l := f.Limits.MaxSteps; l.Set {
-		if l.V < 1 || l.V > 200 {
-			return nil, fail(l.Line, "limits.max_steps", "%d is out of range 1..200", l.V)
+		if l.n.V < l.lo || l.n.V > l.hi {
+			return nil, fail(l.n.Line, l.key, "%d is out of range %d..%d", l.n.V, l.lo, l.hi)
 		}
-		p.limits.MaxSteps = l.V
+		*l.dst = l.n.V
 	}
 	if l := f.Limits.MaxRunBytes; l.Set {
 		if l.V < minRunBytes || l.V > maxRunBytes {
 			return nil, fail(l.Line, "limits.max_run_bytes", "%d is out of range 1MiB..4GiB", l.V)
 		}
 		p.limits.MaxRunBytes = l.V
-	}
-	if l := f.Limits.MaxPageRequests; l.Set {
-		if l.V < 1 || l.V > 10000 {
-			return nil, fail(l.Line, "limits.max_page_requests", "%d is out of range 1..10000", l.V)
-		}
-		p.limits.MaxPageRequests = l.V
-	}
-	if l := f.Limits.MaxConcurrentRequests; l.Set {
-		if l.V < 1 || l.V > 64 {
-			return nil, fail(l.Line, "limits.max_concurrent_requests", "%d is out of range 1..64", l.V)
-		}
-		p.limits.MaxConcurrentRequests = l.V
 	}
 	if f.Record != nil {
 		r, err := compileRecord(f.Record, fail)

@@ -25,10 +25,7 @@ sites:
 // TestSignInOnlyThroughDecideSignIn: a sign-in POST is a write to DecideURL always; DecideSignIn,
 // which callers ask only under a lease, allows exactly the named route, method and origin.
 func TestSignInOnlyThroughDecideSignIn(t *testing.T) {
-	p, err := Parse([]byte(signInPolicy), "signin.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, signInPolicy)
 	cases := []struct {
 		method, url string
 		allow       bool

@@ -8,10 +8,7 @@ import (
 // TestWriteWordInWordsMatchesWords checks the allocation-free ASCII scan of writeWordInWords
 // against the reference split of words, on chosen and random strings.
 func TestWriteWordInWordsMatchesWords(t *testing.T) {
-	p, err := Parse([]byte("version: 1\nsites:\n  - origin: http://127.0.0.1:8081\n    read: [/]\nwrite_words: [archive, averyveryveryveryveryveryveryveryveryveryveryveryverylongwritewordthatexceedsthebuffer]\n"), "t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, "version: 1\nsites:\n  - origin: http://127.0.0.1:8081\n    read: [/]\nwrite_words: [archive, averyveryveryveryveryveryveryveryveryveryveryveryverylongwritewordthatexceedsthebuffer]\n")
 	ref := func(s string, mode int) string {
 		for _, w := range words(s) {
 			if v := p.isWriteToken([]byte(w), mode); v != "" {

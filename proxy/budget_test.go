@@ -19,12 +19,7 @@ func TestRunBytesBudget(t *testing.T) {
 	c := authClient(p)
 	get := func(path string) (*http.Response, string) {
 		t.Helper()
-		resp, err := c.Get(up.URL + path)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b, _ := get(t, c, up.URL+path)
 		return resp, string(b)
 	}
 	for i := range 3 { // 4096 bytes each: the third passes 10 000

@@ -292,6 +292,19 @@ type decisions struct {
 	ds []proxy.Decision
 }
 
+// startRecorded starts a proxy for pol, with opts after, that records every decision it makes; it
+// closes with the test.
+func startRecorded(t *testing.T, pol *policy.Policy, opts ...proxy.Option) (*proxy.Proxy, *decisions) {
+	t.Helper()
+	rec := &decisions{}
+	p, err := proxy.Start(context.Background(), pol, append([]proxy.Option{proxy.WithDecisionHook(rec.hook)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, rec
+}
+
 func (d *decisions) hook(x proxy.Decision) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -331,13 +344,6 @@ func TestBrowserEgress(t *testing.T) {
 		}
 		return rt
 	}
-	throughProxy := func(p *proxy.Proxy) playwright.BrowserTypeLaunchOptions {
-		user, pass := p.Credentials()
-		return playwright.BrowserTypeLaunchOptions{
-			Proxy: &playwright.Proxy{Server: p.Server(), Username: playwright.String(user), Password: playwright.String(pass)},
-			Args:  p.ChromiumArgs(),
-		}
-	}
 	// checkDecisions: only GETs of the site's read routes were allowed, and every one is
 	// recorded without a query.
 	checkDecisions := func(t *testing.T, ds []proxy.Decision) {
@@ -376,12 +382,7 @@ func TestBrowserEgress(t *testing.T) {
 	})
 
 	t.Run("proxy alone stops every escape", func(t *testing.T) {
-		var rec decisions
-		p, err := proxy.Start(context.Background(), f.pol, proxy.WithDecisionHook(rec.hook))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		p, rec := startRecorded(t, f.pol)
 		k := newKey()
 		visit(t, launch(t, throughProxy(p)), f.site.URL+"/p/"+k+"/escape.html", func() bool {
 			unseen := f.unseen(k, describe(rec.all()))
@@ -408,20 +409,10 @@ func TestBrowserEgress(t *testing.T) {
 	})
 
 	t.Run("bridge with the proxy", func(t *testing.T) {
-		var rec decisions
-		p, err := proxy.Start(context.Background(), f.pol, proxy.WithDecisionHook(rec.hook))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		rt := bridgeRuntime(t)
-		user, pass := p.Credentials()
+		p, rec := startRecorded(t, f.pol)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		s, err := rt.Launch(ctx, f.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...))
-		if err != nil {
-			t.Fatalf("bridge.Launch: %v", err)
-		}
+		s := launchBehind(ctx, t, bridgeRuntime(t), f.pol, p)
 		defer s.Close()
 		k := newKey()
 		if _, err := s.Open(ctx, f.site.URL+"/p/"+k+"/escape.html"); err != nil {
@@ -467,14 +458,9 @@ func TestBrowserEgress(t *testing.T) {
 			t.Errorf("with the proxy down the site got %d page loads, want 0", n)
 		}
 
-		rt := bridgeRuntime(t)
-		user, pass := p.Credentials()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		s, err := rt.Launch(ctx, f.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...))
-		if err != nil {
-			t.Fatalf("bridge.Launch: %v", err)
-		}
+		s := launchBehind(ctx, t, bridgeRuntime(t), f.pol, p)
 		defer s.Close()
 		if _, err := s.Open(ctx, f.site.URL+"/p/"+k+"/escape.html"); err == nil {
 			t.Errorf("bridge Open succeeded with the proxy down")
@@ -483,6 +469,27 @@ func TestBrowserEgress(t *testing.T) {
 			t.Errorf("with the proxy down the site got %d page loads through the bridge, want 0", n)
 		}
 	})
+}
+
+// throughProxy are the launch options of a plain Chromium that sends everything through p.
+func throughProxy(p *proxy.Proxy) playwright.BrowserTypeLaunchOptions {
+	user, pass := p.Credentials()
+	return playwright.BrowserTypeLaunchOptions{
+		Proxy: &playwright.Proxy{Server: p.Server(), Username: playwright.String(user), Password: playwright.String(pass)},
+		Args:  p.ChromiumArgs(),
+	}
+}
+
+// launchBehind starts a bridge session on rt whose Chromium sends everything through p, with opts
+// after; the caller closes it.
+func launchBehind(ctx context.Context, t *testing.T, rt *bridge.Runtime, pol *policy.Policy, p *proxy.Proxy, opts ...bridge.Option) *bridge.Session {
+	t.Helper()
+	user, pass := p.Credentials()
+	s, err := rt.Launch(ctx, pol, append([]bridge.Option{bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("bridge.Launch: %v", err)
+	}
+	return s
 }
 
 func sortedKinds() []string {
@@ -538,17 +545,8 @@ func TestChromiumBackgroundTraffic(t *testing.T) {
 	})
 
 	t.Run("through the proxy: every one denied", func(t *testing.T) {
-		var rec decisions
-		p, err := proxy.Start(context.Background(), pol, proxy.WithDecisionHook(rec.hook))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		user, pass := p.Credentials()
-		launch(t, playwright.BrowserTypeLaunchOptions{
-			Proxy: &playwright.Proxy{Server: p.Server(), Username: playwright.String(user), Password: playwright.String(pass)},
-			Args:  p.ChromiumArgs(),
-		})
+		p, rec := startRecorded(t, pol)
+		launch(t, throughProxy(p))
 		// No page is opened: every request the proxy sees is Chromium's own. Playwright answers the
 		// proxy's credential challenge for pages only, so most of them stop at the 407.
 		reached := func() bool { return len(rec.all()) > 0 || p.Stats().AuthChallenges > 0 }

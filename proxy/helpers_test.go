@@ -266,3 +266,16 @@ func loopbackDialer(t testing.TB) Dialer {
 		return d.DialContext(ctx, network, address)
 	}
 }
+
+// get fetches url through c; a request that fails fails the test. The body comes back read and
+// closed, with the read's error.
+func get(t *testing.T, c *http.Client, url string) (*http.Response, []byte, error) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, b, err
+}

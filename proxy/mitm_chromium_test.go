@@ -225,18 +225,9 @@ func TestHTTPSEgress(t *testing.T) {
 	})
 
 	t.Run("proxy alone denies every write inside the tunnel", func(t *testing.T) {
-		var rec decisions
-		p, err := proxy.Start(context.Background(), site.pol, proxy.WithDecisionHook(rec.hook), proxy.WithUpstreamRoots(site.ca))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
-		user, pass := p.Credentials()
+		p, rec := startRecorded(t, site.pol, proxy.WithUpstreamRoots(site.ca))
 		// No IgnoreHttpsErrors: Chromium accepts the proxy's leaves through the SPKI flag alone.
-		page := launch(t, playwright.BrowserTypeLaunchOptions{
-			Proxy: &playwright.Proxy{Server: p.Server(), Username: playwright.String(user), Password: playwright.String(pass)},
-			Args:  p.ChromiumArgs(),
-		}, false)
+		page := launch(t, throughProxy(p), false)
 		k := site.newKey()
 		visitWrites(t, page, k, func() bool {
 			return len(liveKinds(site.unrecorded(k, rec.all()))) == 0
@@ -266,12 +257,7 @@ func TestHTTPSEgress(t *testing.T) {
 	})
 
 	t.Run("bridge with the proxy", func(t *testing.T) {
-		var rec decisions
-		p, err := proxy.Start(context.Background(), site.pol, proxy.WithDecisionHook(rec.hook), proxy.WithUpstreamRoots(site.ca))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		p, rec := startRecorded(t, site.pol, proxy.WithUpstreamRoots(site.ca))
 		rt, err := bridge.NewRuntime(bridge.WithDriverDir(testbrowser.DriverDir()), bridge.WithChromium(testbrowser.Chromium()))
 		if err != nil {
 			t.Fatalf("bridge runtime: %v", err)
@@ -281,18 +267,13 @@ func TestHTTPSEgress(t *testing.T) {
 			sync.Mutex
 			ds []bridge.RequestDecision
 		}
-		user, pass := p.Credentials()
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		s, err := rt.Launch(ctx, site.pol, bridge.WithProxy(p.Server(), user, pass), bridge.WithExtraArgs(p.ChromiumArgs()...),
-			bridge.WithProxyRoots(p.RootCAs()), bridge.WithDecisionHook(func(d bridge.RequestDecision) {
-				brec.Lock()
-				brec.ds = append(brec.ds, d)
-				brec.Unlock()
-			}))
-		if err != nil {
-			t.Fatalf("bridge.Launch: %v", err)
-		}
+		s := launchBehind(ctx, t, rt, site.pol, p, bridge.WithProxyRoots(p.RootCAs()), bridge.WithDecisionHook(func(d bridge.RequestDecision) {
+			brec.Lock()
+			brec.ds = append(brec.ds, d)
+			brec.Unlock()
+		}))
 		defer s.Close()
 		k := site.newKey()
 		if _, err := s.Open(ctx, site.URL+"/p/"+k+"/writes.html"); err != nil {

@@ -259,12 +259,7 @@ func TestMITMUpstreamCert(t *testing.T) {
 	// No WithUpstreamRoots: the test server's certificate is not among the system roots.
 	p := startProxy(t, mitmPolicy(t, up, tlsUp), rec.options()...)
 	mark := rec.mark()
-	resp, err := (&http.Client{Transport: mitmTransport(p)}).Get(tlsUp.URL + "/records/1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body, _ := get(t, &http.Client{Transport: mitmTransport(p)}, tlsUp.URL+"/records/1")
 	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(HeaderError) != ReasonUpstreamCert {
 		t.Errorf("GET with an unverifiable upstream\n\tgot  %d %q %q\n\twant 502 %q", resp.StatusCode, resp.Header.Get(HeaderError), body, ReasonUpstreamCert)
 	}

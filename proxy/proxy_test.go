@@ -229,12 +229,7 @@ func TestConnect(t *testing.T) {
 	t.Run("allowed https origin tunnels", func(t *testing.T) {
 		tr := mitmTransport(p)
 		mark := rec.mark()
-		resp, err := (&http.Client{Transport: tr}).Get(tlsUp.URL + "/")
-		if err != nil {
-			t.Fatalf("GET through tunnel: %v", err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b, _ := get(t, &http.Client{Transport: tr}, tlsUp.URL+"/")
 		tr.CloseIdleConnections()
 		if resp.StatusCode != 200 || string(b) != "ok /" || tlsUp.hits.Load() != 1 {
 			t.Errorf("tunnel\n\tgot  %d %q, %d hits\n\twant 200 \"ok /\", 1 hit", resp.StatusCode, b, tlsUp.hits.Load())
@@ -314,12 +309,7 @@ func TestClient(t *testing.T) {
 		}
 	})
 	t.Run("an upstream cannot forge the proxy's headers", func(t *testing.T) {
-		resp, err := c.Get(up.URL + "/spoof")
-		if err != nil {
-			t.Fatalf("GET /spoof: %v", err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b, _ := get(t, c, up.URL+"/spoof")
 		if resp.Header.Get(HeaderError) != "" || resp.Header.Get("X-Bar") != "" || string(b) != "spoofed" {
 			t.Errorf("GET /spoof\n\tgot  %s=%q X-Bar=%q body %q\n\twant both headers removed, body \"spoofed\"", HeaderError, resp.Header.Get(HeaderError), resp.Header.Get("X-Bar"), b)
 		}
@@ -553,12 +543,7 @@ func TestBodyCap(t *testing.T) {
 
 	t.Run("declared length over the cap is cut and marked", func(t *testing.T) {
 		mark := rec.mark()
-		resp, err := c.Get(up.URL + "/big")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b, err := get(t, c, up.URL+"/big")
 		if err != nil || len(b) != 1024 || resp.Header.Get(HeaderTruncated) == "" {
 			t.Errorf("GET /big\n\tgot  %d bytes, err %v, %s=%q\n\twant 1024 bytes, no error, the header set", len(b), err, HeaderTruncated, resp.Header.Get(HeaderTruncated))
 		}
@@ -568,12 +553,7 @@ func TestBodyCap(t *testing.T) {
 	})
 	t.Run("undeclared length over the cap is cut with an error", func(t *testing.T) {
 		mark := rec.mark()
-		resp, err := c.Get(up.URL + "/stream")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_, b, err := get(t, c, up.URL+"/stream")
 		if err == nil || len(b) > 1024 {
 			t.Errorf("GET /stream\n\tgot  %d bytes, err %v\n\twant at most 1024 bytes and an incomplete-body error", len(b), err)
 		}
@@ -680,12 +660,7 @@ func TestNoQueryRecorded(t *testing.T) {
 		seen = append(seen, string(b), resp.Header.Get(HeaderError))
 	}
 	// A 407 is logged too, without the query.
-	resp, err := rawClient(p, "", "").Get(up.URL + "/search?token=" + secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, b, _ := get(t, rawClient(p, "", ""), up.URL+"/search?token="+secret)
 	seen = append(seen, string(b))
 	rec.next(t, len(reqs)-1) // the last request's record may come after its response
 	ds := rec.decisions()

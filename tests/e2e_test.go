@@ -5,7 +5,6 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 var binary string
@@ -80,14 +80,11 @@ func runEnv(t *testing.T, env []string, args ...string) runOut {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	var xe *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &xe):
-		o.code = xe.ExitCode()
-	default:
+	code, ok := testutil.ExitCode(err)
+	if !ok {
 		t.Fatalf("browser-agent run %v: %v", args, err)
 	}
+	o.code = code
 	o.stdout, o.stderr = out.String(), errb.String()
 	if err := json.Unmarshal(out.Bytes(), &o.res); err != nil {
 		t.Fatalf("browser-agent run %v: stdout is not the JSON result: %v\nstdout: %s\nstderr: %s", args, err, o.stdout, o.stderr)

@@ -97,8 +97,6 @@ func serveSignIn(t *testing.T, https bool) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -106,11 +104,7 @@ func serveSignIn(t *testing.T, https bool) {
 		}
 		stopped = true
 		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-exited
+		if !testutil.WaitOrKill(cmd, 30*time.Second) {
 			t.Errorf("serve did not stop on SIGTERM")
 		}
 	}

@@ -92,27 +92,33 @@ func TestOneRunAtATime(t *testing.T) {
 	g = newGate()
 	_, ts = newServer(t, WithLauncher(g.launch), WithTrustedProxies(loopback), WithPlayback(0, 0))
 	rs = burst(t, ts.URL, `{"preset":"lookup"}`, 50, func(i int) map[string]string { return xff(fmt.Sprintf("192.0.2.%d", i+1)) })
-	var live []string
-	busy := 0
-	for _, r := range rs {
-		var c CreatedJSON
-		r.json(t, &c)
-		switch {
-		case r.code == http.StatusAccepted && c.Recorded == nil:
-			live = append(live, c.ID)
-		case r.code == http.StatusAccepted && c.Recorded.Kind == KindBusy:
-			busy++
-		default:
-			t.Errorf("got %d %s", r.code, r.body)
-		}
-	}
+	live, busy := liveAndBusy(t, rs)
 	if len(live) != 1 || busy != 49 {
 		t.Fatalf("50 concurrent requests: %d live, %d recorded as busy; want 1 and 49", len(live), busy)
 	}
 	g.open()
-	if res := waitResult(t, ts.URL, live[0]); res.Status != coordinator.StatusAnswered {
+	if res := waitResult(t, ts.URL, live[0].ID); res.Status != coordinator.StatusAnswered {
 		t.Errorf("the live run: got %s", res.Status)
 	}
+}
+
+// liveAndBusy splits the answers to a burst of lookup requests into the runs started live and the
+// number played as the lookup's recording labelled busy; any other answer fails the test.
+func liveAndBusy(t *testing.T, rs []resp) (live []CreatedJSON, busy int) {
+	t.Helper()
+	for i, r := range rs {
+		var c CreatedJSON
+		r.json(t, &c)
+		switch {
+		case r.code == http.StatusAccepted && c.Recorded == nil:
+			live = append(live, c)
+		case r.code == http.StatusAccepted && c.Recorded.Kind == KindBusy && c.Recorded.Preset == "lookup":
+			busy++
+		default:
+			t.Errorf("request %d: got %d %s", i, r.code, r.body)
+		}
+	}
+	return live, busy
 }
 
 func TestQueue(t *testing.T) {

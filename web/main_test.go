@@ -195,8 +195,14 @@ func withDemo() Option {
 // then opts, behind an httptest server. Both stop with the test.
 func newServer(t *testing.T, opts ...Option) (*Server, *httptest.Server) {
 	t.Helper()
+	return newServerOn(t, testPol, opts...)
+}
+
+// newServerOn is newServer with the policy pol.
+func newServerOn(t *testing.T, pol *policy.Policy, opts ...Option) (*Server, *httptest.Server) {
+	t.Helper()
 	base := []Option{withDemo(), WithLauncher(httpLaunch), WithModel("offline", offlineModel), WithLedger(newLedger())}
-	s, err := New(testPol, append(base, opts...)...)
+	s, err := New(pol, append(base, opts...)...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -87,6 +87,30 @@ func (l *logBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.
 // TestTakeover: a run at a sign-in page waits for its visitor; only that visitor can take the
 // lease, see its frames and send input; the lease ends on release or expiry; the journal keeps
 // counts only; what was typed and the holder's frames reach no event, replay, log or result.
+// waitForPerson waits up to within for the run at url to wait for a person, and for more to hold
+// of it too when more is given.
+func waitForPerson(t *testing.T, within time.Duration, url string, more func(RunJSON) bool) {
+	t.Helper()
+	if !testutil.Eventually(within, func() bool {
+		var rj RunJSON
+		do(t, "GET", url, "", nil).json(t, &rj)
+		return rj.State == StateWaiting && (more == nil || more(rj))
+	}) {
+		t.Fatalf("the run never waited for a person")
+	}
+}
+
+// takeOverWhenWaiting waits for the run at url to wait for a person, takes it over as who and
+// returns url.
+func takeOverWhenWaiting(t *testing.T, url string, who map[string]string) string {
+	t.Helper()
+	waitForPerson(t, 90*time.Second, url, nil)
+	if r := do(t, "POST", url+"/takeover", `{}`, who); r.code != http.StatusOK {
+		t.Fatalf("takeover: %d %s", r.code, r.body)
+	}
+	return url
+}
+
 func TestTakeover(t *testing.T) {
 	const typed = "typed-pw-5521"
 	owner, other := xff("10.0.0.1"), xff("10.0.0.2")
@@ -98,23 +122,28 @@ func TestTakeover(t *testing.T) {
 			lb.HTTP = browsertest.NewHTTP(pol)
 			return lb, lb.HTTP, nil
 		}
-		s, err := New(signInPolicy(t), append([]Option{withDemo(), WithLauncher(launch), WithModel("offline", offlineModel), WithLedger(newLedger()),
-			WithClock(clock.Now), WithTrustedProxies(loopback), WithLogf(logs.logf)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts := httptest.NewServer(s)
-		t.Cleanup(ts.Close)
-		t.Cleanup(func() { s.Close() })
+		_, ts := newServerOn(t, signInPolicy(t), append([]Option{WithLauncher(launch), WithClock(clock.Now), WithTrustedProxies(loopback), WithLogf(logs.logf)}, opts...)...)
 		c := startRun(t, ts.URL, `{"preset":"sign-in"}`, owner)
-		if !testutil.Eventually(30*time.Second, func() bool {
-			var rj RunJSON
-			do(t, "GET", ts.URL+"/api/runs/"+c.ID, "", nil).json(t, &rj)
-			return rj.State == StateWaiting && rj.Takeover != nil && rj.Takeover.Banner == BannerAgent
-		}) {
-			t.Fatalf("the run never waited for a person")
-		}
+		waitForPerson(t, 30*time.Second, ts.URL+"/api/runs/"+c.ID, func(rj RunJSON) bool {
+			return rj.Takeover != nil && rj.Takeover.Banner == BannerAgent
+		})
 		return ts, clock, lb, logs, c.ID
+	}
+
+	// leaseOver: the lease has ended (when says how), so the owner's input and frame are refused
+	// and the run ends for want of a sign-in.
+	leaseOver := func(t *testing.T, server, id, when string) {
+		t.Helper()
+		base := server + "/api/runs/" + id
+		if r := do(t, "POST", base+"/input", `{"kind":"key","key":"Tab"}`, owner); r.code != http.StatusConflict {
+			t.Errorf("input %s: %d, want 409", when, r.code)
+		}
+		if r := do(t, "GET", base+"/takeover/frame", "", owner); r.code != http.StatusConflict {
+			t.Errorf("frame %s: %d, want 409", when, r.code)
+		}
+		if res := waitResult(t, server, id); res.Status != coordinator.StatusHuman {
+			t.Errorf("status %s, want human_action_required (the lease ended %s without a sign-in)", res.Status, when)
+		}
 	}
 
 	t.Run("owner signs in, others cannot", func(t *testing.T) {
@@ -238,16 +267,7 @@ func TestTakeover(t *testing.T) {
 		}
 		// ...but not past its maximum (50 s), however active the holder.
 		clock.Add(6 * time.Second)
-		if r := do(t, "POST", base+"/input", `{"kind":"key","key":"Tab"}`, owner); r.code != http.StatusConflict {
-			t.Errorf("input past the maximum: %d, want 409", r.code)
-		}
-		if r := do(t, "GET", base+"/takeover/frame", "", owner); r.code != http.StatusConflict {
-			t.Errorf("frame past the maximum: %d, want 409", r.code)
-		}
-		res := waitResult(t, ts.URL, id)
-		if res.Status != coordinator.StatusHuman {
-			t.Errorf("status %s, want human_action_required (the lease ended without a sign-in)", res.Status)
-		}
+		leaseOver(t, ts.URL, id, "past the maximum")
 		lb.mu.Lock()
 		held := lb.held
 		lb.mu.Unlock()
@@ -266,16 +286,7 @@ func TestTakeover(t *testing.T) {
 			t.Fatalf("takeover: %d", r.code)
 		}
 		clock.Add(DefaultLeaseIdle + time.Second)
-		if r := do(t, "POST", base+"/input", `{"kind":"key","key":"Tab"}`, owner); r.code != http.StatusConflict {
-			t.Errorf("input after expiry: %d, want 409", r.code)
-		}
-		if r := do(t, "GET", base+"/takeover/frame", "", owner); r.code != http.StatusConflict {
-			t.Errorf("frame after expiry: %d, want 409", r.code)
-		}
-		res := waitResult(t, ts.URL, id)
-		if res.Status != coordinator.StatusHuman {
-			t.Errorf("status %s, want human_action_required (expired without signing in)", res.Status)
-		}
+		leaseOver(t, ts.URL, id, "after expiry")
 	})
 }
 
@@ -314,26 +325,9 @@ func takeoverSignIn(t *testing.T, launch coordinator.Launcher) {
 			return off.Next(ctx, msgs, tools)
 		}}, nil
 	}
-	s, err := New(signInPolicy(t), withDemo(), WithLauncher(launch), WithModel("offline", model), WithLedger(newLedger()),
-		WithTrustedProxies(loopback), WithLogf(logs.logf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { s.Close() })
+	s, ts := newServerOn(t, signInPolicy(t), WithLauncher(launch), WithModel("offline", model), WithTrustedProxies(loopback), WithLogf(logs.logf))
 	c := startRun(t, ts.URL, `{"preset":"sign-in"}`, owner)
-	base := ts.URL + "/api/runs/" + c.ID
-	if !testutil.Eventually(90*time.Second, func() bool {
-		var rj RunJSON
-		do(t, "GET", base, "", nil).json(t, &rj)
-		return rj.State == StateWaiting
-	}) {
-		t.Fatalf("the run never waited for a person")
-	}
-	if r := do(t, "POST", base+"/takeover", `{}`, owner); r.code != http.StatusOK {
-		t.Fatalf("takeover: %d %s", r.code, r.body)
-	}
+	base := takeOverWhenWaiting(t, ts.URL+"/api/runs/"+c.ID, owner)
 	if r := do(t, "GET", base+"/takeover/frame", "", owner); r.code != http.StatusOK || !strings.HasPrefix(string(r.body), "\x89PNG") {
 		t.Fatalf("holder's frame: %d", r.code)
 	}
@@ -391,16 +385,9 @@ func takeoverSignIn(t *testing.T, launch coordinator.Launcher) {
 // agent in control again, the run ended. A second visitor's page shows the banner but no
 // take-over button and no frame.
 func TestPageTakeover(t *testing.T) {
-	s, err := New(signInPolicy(t), withDemo(), WithLauncher(realLaunch), WithModel("offline", offlineModel), WithLedger(newLedger()),
-		WithTrustedProxies(loopback))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { s.Close() })
+	s, ts := newServerOn(t, signInPolicy(t), WithLauncher(realLaunch), WithTrustedProxies(loopback))
 	page := newPageAt(t, 390, 844)
-	_, err = page.Goto(ts.URL)
+	_, err := page.Goto(ts.URL)
 	must(t, "goto", err)
 	var card PresetJSON
 	for _, p := range s.presetsJSON() {
@@ -646,26 +633,10 @@ func TestTakeoverHeldToPolicy(t *testing.T) {
 		return g, g, nil
 	}
 	owner := xff("10.0.0.9")
-	s, err := New(pol, withDemo(), WithLauncher(guardedLaunch), WithModel("script:hostile", func() (coordinator.Model, error) { return model, nil }),
-		WithLedger(newLedger()), WithTrustedProxies(loopback))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { s.Close() })
+	s, ts := newServerOn(t, pol, WithLauncher(guardedLaunch), WithModel("script:hostile", func() (coordinator.Model, error) { return model, nil }),
+		WithTrustedProxies(loopback))
 	c := startRun(t, ts.URL, `{"task":"Look up SYN-0013"}`, owner)
-	base := ts.URL + "/api/runs/" + c.ID
-	if !testutil.Eventually(90*time.Second, func() bool {
-		var rj RunJSON
-		do(t, "GET", base, "", nil).json(t, &rj)
-		return rj.State == StateWaiting
-	}) {
-		t.Fatalf("the run never waited for a person")
-	}
-	if r := do(t, "POST", base+"/takeover", `{}`, owner); r.code != http.StatusOK {
-		t.Fatalf("takeover: %d %s", r.code, r.body)
-	}
+	base := takeOverWhenWaiting(t, ts.URL+"/api/runs/"+c.ID, owner)
 	g, ok := s.runBrowser(c.ID).(*guarded.Browser)
 	if !ok {
 		t.Fatalf("the run's browser is %T, want *guarded.Browser", s.runBrowser(c.ID))

@@ -23,17 +23,7 @@ var expect = playwright.NewPlaywrightAssertions(60_000)
 // the browser reports a Content Security Policy violation.
 func newPage(t *testing.T) playwright.Page {
 	t.Helper()
-	bctx, err := ui.NewContext(playwright.BrowserNewContextOptions{Viewport: &playwright.Size{Width: 1280, Height: 900}})
-	if err != nil {
-		t.Fatalf("new context: %v", err)
-	}
-	t.Cleanup(func() { bctx.Close() })
-	page, err := bctx.NewPage()
-	if err != nil {
-		t.Fatalf("new page: %v", err)
-	}
-	watchPage(t, page)
-	return page
+	return newPageAt(t, 1280, 900)
 }
 
 // watchPage fails the test on uncaught page errors and CSP violations.

@@ -179,20 +179,7 @@ func TestLoad(t *testing.T) {
 	}
 	ts := httptest.NewServer(s)
 	rs := burst(t, ts.URL, `{"preset":"lookup"}`, 30, func(i int) map[string]string { return xff(fmt.Sprintf("198.51.100.%d", i+1)) })
-	var live []CreatedJSON
-	recorded := 0
-	for i, r := range rs {
-		var c CreatedJSON
-		r.json(t, &c)
-		switch {
-		case r.code == http.StatusAccepted && c.Recorded == nil:
-			live = append(live, c)
-		case r.code == http.StatusAccepted && c.Recorded.Kind == KindBusy && c.Recorded.Preset == "lookup":
-			recorded++
-		default:
-			t.Errorf("request %d: got %d %s", i, r.code, r.body)
-		}
-	}
+	live, recorded := liveAndBusy(t, rs)
 	if len(live) != 1 || recorded != 29 {
 		t.Fatalf("30 visitors at once: %d live, %d recorded busy; want 1 and 29", len(live), recorded)
 	}

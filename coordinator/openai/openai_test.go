@@ -105,6 +105,20 @@ func asJSON(t *testing.T, s string) any {
 	return v
 }
 
+// turnOf is the model's turn for the user's message, and the fake server, when the server
+// answers with message, having counted prompt and completion tokens.
+func turnOf(t *testing.T, message string, prompt, completionTokens int) (coordinator.Turn, *fakeServer) {
+	t.Helper()
+	f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, completion(message, prompt, completionTokens))
+	})
+	turn, err := newModel(t, f).Next(context.Background(), userOnly, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return turn, f
+}
+
 func TestToolCallRoundTrip(t *testing.T) {
 	f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, 200, completion(`{"role":"assistant","content":null,"tool_calls":[
@@ -182,13 +196,7 @@ func TestFinalText(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-				writeJSON(w, 200, completion(tc.message, 10, 5))
-			})
-			turn, err := newModel(t, f).Next(context.Background(), userOnly, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			turn, f := turnOf(t, tc.message, 10, 5)
 			got := turn.Message
 			wantMsg := coordinator.Message{Role: coordinator.RoleAssistant, Content: tc.want}
 			if !reflect.DeepEqual(got, wantMsg) {
@@ -336,15 +344,9 @@ func TestInvalidToolCallJSONPassesThroughAsString(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-				args, _ := json.Marshal(tc.args)
-				writeJSON(w, 200, completion(`{"role":"assistant","content":null,"tool_calls":[
-					{"id":"call_1","type":"function","function":{"name":"open_url","arguments":`+string(args)+`}}]}`, 1, 1))
-			})
-			turn, err := newModel(t, f).Next(context.Background(), userOnly, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			args, _ := json.Marshal(tc.args)
+			turn, _ := turnOf(t, `{"role":"assistant","content":null,"tool_calls":[
+					{"id":"call_1","type":"function","function":{"name":"open_url","arguments":`+string(args)+`}}]}`, 1, 1)
 			if len(turn.Message.ToolCalls) != 1 {
 				t.Fatalf("tool calls:\n\tgot  %d\n\twant 1", len(turn.Message.ToolCalls))
 			}
@@ -376,13 +378,7 @@ func TestCompatibleServerQuirks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-				writeJSON(w, 200, completion(tc.message, 1, 1))
-			})
-			turn, err := newModel(t, f).Next(context.Background(), userOnly, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			turn, _ := turnOf(t, tc.message, 1, 1)
 			if !reflect.DeepEqual(turn.Message.ToolCalls, tc.want) {
 				t.Errorf("tool calls:\n\tgot  %+v\n\twant %+v", turn.Message.ToolCalls, tc.want)
 			}

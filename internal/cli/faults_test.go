@@ -71,7 +71,7 @@ func TestModelServerFailures(t *testing.T) {
 			if code != ExitFailure || r.Status != coordinator.StatusError || r.Reason != tt.reason {
 				t.Fatalf("run:\n\tgot  exit %d, %s %q\n\twant exit %d, error %q\n%s", code, r.Status, r.Reason, ExitFailure, tt.reason, stderr)
 			}
-			a := auditOf(t, db, r.RunID)
+			a, _ := auditOf(t, db, r.RunID)
 			if a.Status != string(coordinator.StatusError) || a.Reason != tt.reason || a.FinishedAt.IsZero() {
 				t.Errorf("audit:\n\tgot  %s %q\n\twant error %q", a.Status, a.Reason, tt.reason)
 			}
@@ -79,18 +79,30 @@ func TestModelServerFailures(t *testing.T) {
 	}
 }
 
-func auditOf(t *testing.T, db, id string) audit.Run {
+// auditOf is the run named id, and its steps, as the audit store at db holds them.
+func auditOf(t *testing.T, db, id string) (audit.Run, []audit.Step) {
 	t.Helper()
 	s, err := audit.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, _, err := s.Run(context.Background(), id)
+	r, steps, err := s.Run(context.Background(), id)
+	if err != nil {
+		t.Fatalf("audit: %v", err)
+	}
+	return r, steps
+}
+
+// newStore creates an empty audit store at db and closes it.
+func newStore(t *testing.T, db string) string {
+	t.Helper()
+	s, err := audit.Open(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	s.Close()
+	return db
 }
 
 // TestStoreUnwritableFailsClosed: an audit store that cannot be written ends the run before any
@@ -99,23 +111,13 @@ func TestStoreUnwritableFailsClosed(t *testing.T) {
 	fakeRun(t)
 	noLaunch(t)
 	readOnly := func(t *testing.T) string {
-		db := filepath.Join(t.TempDir(), "audit.db")
-		s, err := audit.Open(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
+		db := newStore(t, filepath.Join(t.TempDir(), "audit.db"))
 		testutil.ReadOnly(t, db)
 		return db
 	}
 	fullDisk := func(t *testing.T) string {
 		dir := testutil.SmallDisk(t, 512<<10)
-		db := filepath.Join(dir, "audit.db")
-		s, err := audit.Open(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
+		db := newStore(t, filepath.Join(dir, "audit.db"))
 		testutil.FillDisk(t, dir)
 		return db
 	}
@@ -163,15 +165,7 @@ func TestStoreFullMidRun(t *testing.T) {
 	// Space comes back. The run's end could not be written; its process (this test) still runs,
 	// so the row stays running until a start after this process has ended.
 	os.Remove(filepath.Join(dir, "filler"))
-	s, err := audit.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	a, steps, err := s.Run(context.Background(), r.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, steps := auditOf(t, db, r.RunID)
 	if a.Status != audit.StatusRunning || len(steps) != 0 {
 		t.Errorf("audit after the disk filled:\n\tgot  %s, %d steps\n\twant running (its end could not be written), 0 steps", a.Status, len(steps))
 	}

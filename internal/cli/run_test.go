@@ -99,15 +99,7 @@ func TestRunPresets(t *testing.T) {
 				}
 			}
 			// The run and its steps are in the audit store.
-			store, err := audit.Open(db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
-			run, steps, err := store.Run(t.Context(), r.RunID)
-			if err != nil {
-				t.Fatalf("audit: %v", err)
-			}
+			run, steps := auditOf(t, db, r.RunID)
 			if run.Status != string(p.Expect) || run.StepCount != len(r.Steps) || len(steps) != len(r.Steps) || run.Simulated != p.Simulated || run.FinishedAt.IsZero() {
 				t.Errorf("audit run: got %+v with %d steps; want status %s, %d steps", run, len(steps), p.Expect, len(r.Steps))
 			}

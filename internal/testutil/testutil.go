@@ -2,7 +2,9 @@
 package testutil
 
 import (
+	"errors"
 	"net"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -44,4 +46,33 @@ func HostIPv4(t testing.TB) string {
 	}
 	t.Fatal("this test needs an IPv4 address outside loopback for its canaries")
 	return ""
+}
+
+// WaitOrKill waits up to d for cmd, already started, to exit, and kills it then. It reports
+// whether cmd exited by itself within d.
+func WaitOrKill(cmd *exec.Cmd, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		return false
+	}
+}
+
+// ExitCode is the exit code a command's Run or Wait error stands for: 0 for nil, the process's
+// own code for an *exec.ExitError (-1 when a signal ended it). ok is false for any other error:
+// the command did not run or was not waited for.
+func ExitCode(err error) (code int, ok bool) {
+	var xe *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &xe):
+		return xe.ExitCode(), true
+	}
+	return 0, false
 }

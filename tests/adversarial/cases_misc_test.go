@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
 // forgery: the final answer claims what the evidence does not back. The control is the naive
@@ -181,13 +183,8 @@ func approvedModelReachesCanary(x *ctl) {
 	cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+driverDir, "HOME="+e.dir, "OPENAI_BASE_URL="+e.Canary+"/v1", "OPENAI_API_KEY=ctl-key")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan struct{})
-	go func() { cmd.Run(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		<-done
+	if cmd.Start() == nil {
+		testutil.WaitOrKill(cmd, 60*time.Second)
 	}
 }
 

@@ -3,7 +3,6 @@ package adversarial
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -398,15 +397,11 @@ func runBinary(t *testing.T, ctx context.Context, e *env, stdout, stderr io.Writ
 	cmd.Env = binaryEnv(e)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
-	var xe *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &xe):
-		return xe.ExitCode()
+	code, ok := testutil.ExitCode(err)
+	if !ok {
+		t.Fatalf("browser-agent %s: %v", args[0], err)
 	}
-	t.Fatalf("browser-agent %s: %v", args[0], err)
-	return 0
+	return code
 }
 
 // binaryEnv is the environment of the binary for the case: the driver, a home of its own, no

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -366,12 +365,8 @@ loop:
 			}
 		}
 	}
-	var xe *exec.ExitError
-	switch {
-	case err == nil:
-		res.exit = 0
-	case errors.As(err, &xe) && xe.ExitCode() >= 0:
-		res.exit = xe.ExitCode()
+	if code, ok := testutil.ExitCode(err); ok && code >= 0 {
+		res.exit = code
 	}
 	res.stdout = stdout.String()
 	if res.exit == 1 || res.exit == 2 {
@@ -484,8 +479,7 @@ func TestChromiumKilledMidRun(t *testing.T) {
 	})
 	close(release)
 	err := cmd.Wait()
-	var xe *exec.ExitError
-	if !errors.As(err, &xe) || xe.ExitCode() != 1 {
+	if code, _ := testutil.ExitCode(err); code != 1 {
 		t.Errorf("exit: got %v, want 1\n%s", err, stderr.String())
 	}
 	want := "browser: Chromium or its driver exited during the run (killed, crashed or out of memory); run the task again"

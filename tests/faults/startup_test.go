@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -137,14 +136,11 @@ func start(t *testing.T, c startCase, args ...string) startResult {
 	if ctx.Err() != nil {
 		t.Fatalf("hung: no exit within %s (killed)\nstderr:\n%s", startBound, res.stderr)
 	}
-	var xe *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &xe):
-		res.exit = xe.ExitCode()
-	default:
+	code, ok := testutil.ExitCode(err)
+	if !ok {
 		t.Fatal(err)
 	}
+	res.exit = code
 	var j struct {
 		RunID  string `json:"run_id"`
 		Status string `json:"status"`

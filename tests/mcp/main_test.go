@@ -81,13 +81,7 @@ func httpServer(t testing.TB, env []string, args ...string) *server {
 	s.cmd = cmd
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			<-done
+		if !testutil.WaitOrKill(cmd, 60*time.Second) {
 			t.Errorf("browser-agent mcp --http did not stop within 60 s of SIGINT:\n%s", s.stderr)
 		}
 	})
