@@ -129,6 +129,18 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// parseFlagsOnly is parseFlags for a command that takes flags only: a positional argument is a
+// usage error naming it.
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
 // interleave moves flags that follow positional arguments to the front, so that
 // "check-url URL --policy F" works as a user expects.
 func interleave(fs *flag.FlagSet, args []string) []string {

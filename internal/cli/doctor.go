@@ -35,11 +35,8 @@ func doctorCmd(e *env, args []string) error {
 	polFile := fs.String("policy", "", "policy file to check (default: the embedded demo-site policy)")
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	asJSON := fs.Bool("json", false, "print the checks as one JSON object")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected argument %q", fs.Arg(0))
 	}
 	ctx, sigs, stop := watchSignals(e.stderr)
 	defer stop()

@@ -35,11 +35,8 @@ func mcpCmd(e *env, args []string) error {
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close a session's browser after this long without a tool call")
 	sessionTime := fs.Duration("session-time", coordinator.DefaultDeadline, "time budget of one browser session")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected argument %q", fs.Arg(0))
 	}
 	if *idle <= 0 || *sessionTime <= 0 {
 		return usageError("--idle-timeout and --session-time must be positive")

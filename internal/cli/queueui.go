@@ -22,11 +22,8 @@ func queueUICmd(e *env, args []string) error {
 	fs := newFlags(e, "queue-ui", "[--db FILE|postgres://...] [--addr 127.0.0.1:8091]")
 	db := fs.String("db", "", "the database of the queue: an SQLite file (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+") or a postgres:// URL")
 	addr := fs.String("addr", DefaultQueueUIAddr, "loopback address to listen on")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected argument %q", fs.Arg(0))
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {

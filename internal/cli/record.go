@@ -30,11 +30,8 @@ func recordCmd(e *env, args []string) error {
 	noFrames := fs.Bool("no-frames", false, "record no screenshots of the agent's browser")
 	var names listFlag
 	fs.Var(&names, "preset", "record only this preset (repeatable; default: all five)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected argument %q", fs.Arg(0))
 	}
 	var chosen []coordinator.Preset
 	if len(names) == 0 {

@@ -65,11 +65,8 @@ func serveCmd(e *env, args []string) error {
 	runTimeout := fs.Duration("run-timeout", d.RunDeadline, "bounds one live run")
 	workers := fs.Int("workers", -1, "runs this process takes from the queue at a time (default --concurrent; 0: only \"browser-agent worker\" processes run them)")
 	drain := fs.Duration("drain", DefaultDrain, "on SIGINT or SIGTERM, how long live runs may go on before they are interrupted")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError("unexpected argument %q", fs.Arg(0))
 	}
 	var trusted []netip.Prefix
 	for _, p := range proxies {

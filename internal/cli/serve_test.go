@@ -114,17 +114,8 @@ func TestServe(t *testing.T) {
 		t.Errorf("GET / is not the page")
 	}
 
-	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"preset":"lookup"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created web.CreatedJSON
-	json.NewDecoder(res.Body).Decode(&created)
-	res.Body.Close()
-	if res.StatusCode != http.StatusAccepted || created.Recorded != nil {
-		t.Fatalf("POST lookup: %d, recorded %v", res.StatusCode, created.Recorded)
-	}
-	res, err = http.Get(base + created.Events)
+	_, events := testutil.StartLiveRun(t, base, `{"preset":"lookup"}`)
+	res, err := http.Get(base + events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,20 +61,11 @@ func serveWithWorker(t *testing.T, db string) {
 	}) {
 		t.Fatalf("not started:\nserve: %s\nworker: %s", serr.String(), werr.String())
 	}
-	res, err := http.Post(base+"/api/runs", "application/json", strings.NewReader(`{"preset":"lookup"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var created web.CreatedJSON
-	json.NewDecoder(res.Body).Decode(&created)
-	res.Body.Close()
-	if res.StatusCode != http.StatusAccepted || created.Recorded != nil {
-		t.Fatalf("POST lookup: %d, recorded %v", res.StatusCode, created.Recorded)
-	}
+	runID, events := testutil.StartLiveRun(t, base, `{"preset":"lookup"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", base+created.Events, nil)
-	res, err = http.DefaultClient.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+events, nil)
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,10 +80,10 @@ func serveWithWorker(t *testing.T, db string) {
 		}
 	}
 	res.Body.Close()
-	if result.Status != "answered" || result.RunID != created.ID {
-		t.Fatalf("result %q (%s) of run %q, want answered for %q\nserve: %s\nworker: %s", result.Status, result.Reason, result.RunID, created.ID, serr.String(), werr.String())
+	if result.Status != "answered" || result.RunID != runID {
+		t.Fatalf("result %q (%s) of run %q, want answered for %q\nserve: %s\nworker: %s", result.Status, result.Reason, result.RunID, runID, serr.String(), werr.String())
 	}
-	r, rsteps, err := store.Run(context.Background(), created.ID)
+	r, rsteps, err := store.Run(context.Background(), runID)
 	if err != nil || r.Status != "answered" || r.PID == 0 {
 		t.Fatalf("audit row: %+v %v", r, err)
 	}
@@ -105,7 +96,7 @@ func serveWithWorker(t *testing.T, db string) {
 	if steps != tools || steps == 0 {
 		t.Errorf("the stream showed %d steps, the audit has %d", steps, tools)
 	}
-	if !strings.Contains(werr.String(), "run "+created.ID+": answered") {
+	if !strings.Contains(werr.String(), "run "+runID+": answered") {
 		t.Errorf("the worker did not run it:\n%s", werr.String())
 	}
 }
