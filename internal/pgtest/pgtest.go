@@ -78,9 +78,9 @@ func Start(t testing.TB) string {
 		cmd := exec.Command(filepath.Join(bin, name), args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "LC_ALL=C")
-		if cred != nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		}
+		// A test process that is killed (or ends by its timeout's panic) runs no cleanup: the
+		// server gets SIGQUIT (postgres's immediate shutdown) when it does, instead of staying on.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
 		return cmd
 	}
 	if out, err := run("initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
