@@ -53,7 +53,7 @@ vet:
 # the hostile cases per adversarial family (in process, through the binary, through MCP).
 UNIT_FIRST = ./tests/adversarial/ ./tests/faults/ ./tests/queue/
 TEST_BINARY = $(CURDIR)/.state/test-bin/browser-agent
-TEST_TIMEOUT ?= 35m
+TEST_TIMEOUT ?= 39m
 unit:
 	@mkdir -p .state
 	$(GO) build -o $(TEST_BINARY) ./cmd/browser-agent
