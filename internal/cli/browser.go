@@ -58,6 +58,18 @@ func launchGuarded(ctx context.Context, rt *bridge.Runtime, rootsFile string, po
 	return g, g, nil
 }
 
+// logLaunchErrors wraps launch so that, when debug is on, a failed launch's full error (command
+// line, browser logs) goes to stderr; the run's reason stays coordinator.LaunchReason's.
+func logLaunchErrors(e *env, debug bool, launch coordinator.Launcher) coordinator.Launcher {
+	return func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		b, closer, err := launch(ctx, pol)
+		if err != nil && debug {
+			fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
+		}
+		return b, closer, err
+	}
+}
+
 // launchOn is launchBridge with the Chromium started by rt, a driver that stays up across runs
 // (serve's warm pool): the browser, its profile and the proxy are still the run's own.
 func launchOn(ctx context.Context, rt *bridge.Runtime, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {

@@ -189,13 +189,7 @@ func runTask(ctx context.Context, e *env, cfg RunConfig, sigs *signals) error {
 	if launch == nil {
 		launch = launchBrowser
 	}
-	ra.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-		b, closer, err := launch(ctx, pol)
-		if err != nil && cfg.Debug {
-			fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
-		}
-		return b, closer, err
-	}
+	ra.Launch = logLaunchErrors(e, cfg.Debug, launch)
 	return rep(coordinator.New(pol, opts...).Run(ctx, ra))
 }
 

@@ -128,13 +128,9 @@ func serveCmd(e *env, args []string) error {
 			return err
 		}
 		defer rt.Close()
-		launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-			b, closer, err := launchOn(ctx, rt, pol)
-			if err != nil && debugEnabled() {
-				fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
-			}
-			return b, closer, err
-		}
+		launch = logLaunchErrors(e, debugEnabled(), func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+			return launchOn(ctx, rt, pol)
+		})
 	}
 	// The run queue, in the audit store's database: this process's workers run the runs it
 	// enqueues with their live view; "browser-agent worker" processes may take them too.

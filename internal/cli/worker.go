@@ -66,12 +66,8 @@ func workerCmd(e *env, args []string) error {
 		return err
 	}
 	defer rt.Close()
-	launch := coordinator.Launcher(func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-		b, closer, err := launchOn(ctx, rt, pol)
-		if err != nil && debugEnabled() {
-			fmt.Fprintf(e.stderr, "debug: browser launch: %v\n", err)
-		}
-		return b, closer, err
+	launch := logLaunchErrors(e, debugEnabled(), func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		return launchOn(ctx, rt, pol)
 	})
 	stopWarm := func() {}
 	if *prewarm {
