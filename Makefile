@@ -50,17 +50,19 @@ vet:
 # the hostile-page suite, then the killed runs, then the killed queue workers. The binary the end-to-end packages run is built
 # once, here, for all of them (testbrowser.Binary builds its own when the variable is unset).
 # The timeout guards against a hang. At the end, scripts/test-table prints each package's time and
-# the hostile cases per adversarial family (in process, through the binary, through MCP).
+# CPU (recorded by scripts/test-exec, go test's -exec program) and the hostile cases per adversarial family (in process, through the binary, through MCP).
 UNIT_FIRST = ./tests/adversarial/ ./tests/faults/ ./tests/queue/
 TEST_BINARY = $(CURDIR)/.state/test-bin/browser-agent
 TEST_TIMEOUT ?= 39m
 unit:
 	@mkdir -p .state
 	$(GO) build -o $(TEST_BINARY) ./cmd/browser-agent
-	@rm -f .state/adversarial-summary.txt
+	@rm -f .state/adversarial-summary.txt .state/test-cpu.log
 	@{ BROWSER_AGENT_TEST_BINARY=$(TEST_BINARY) ADVERSARIAL_SUMMARY=$(CURDIR)/.state/adversarial-summary.txt \
-		$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(UNIT_FIRST) ./... 2>&1; echo $$? > .state/test.rc; } | tee .state/test.log
-	@scripts/test-table .state/test.log .state/adversarial-summary.txt
+		TEST_CPU_LOG=$(CURDIR)/.state/test-cpu.log \
+		$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -exec $(CURDIR)/scripts/test-exec $(UNIT_FIRST) ./... 2>&1; \
+		echo $$? > .state/test.rc; } | tee .state/test.log
+	@scripts/test-table .state/test.log .state/adversarial-summary.txt .state/test-cpu.log
 	@exit $$(cat .state/test.rc)
 
 # The hostile pages, servers and compromised models of tests/adversarial (also part of unit).
