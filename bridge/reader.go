@@ -2,7 +2,7 @@ package bridge
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,12 +13,37 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
 
-//go:embed js/reader.js
-var readerJS string
+//go:generate go run ./internal/genreader js/reader/01_consts.js
+
+// readerFiles is the reader's function, one file per job (js/reader/00_frame.js says how they fit).
+//
+//go:embed js/reader/*.js
+var readerFiles embed.FS
+
+// readerJS is the reader: the files of js/reader joined in name order.
+var readerJS = joinJS(readerFiles, "js/reader")
+
+// joinJS joins the .js files of dir in fsys in name order.
+func joinJS(fsys embed.FS, dir string) string {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		panic(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		data, err := fsys.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		b.Write(data)
+	}
+	return b.String()
+}
 
 // cdpCall sends one CDP command and decodes its result into out. CDPSession.Send cannot be
 // cancelled, so a hung renderer costs a goroutine until the session closes, not the caller.
@@ -422,7 +447,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 		}
 	}
 	var frameIDs []string
-	if mode == "read" || mode == "layout" {
+	if mode == readerjs.ModeRead || mode == readerjs.ModeLayout {
 		for _, c := range v.children[frame] {
 			var fo struct {
 				BackendNodeID int `json:"backendNodeId"`
@@ -472,7 +497,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	if err := json.Unmarshal(res.Result.Value, &rr); err != nil {
 		return nil, fmt.Errorf("reader result: %w", err)
 	}
-	if mode == "layout" || mode == "scroll" {
+	if mode == readerjs.ModeLayout || mode == readerjs.ModeScroll {
 		rr.Layout = res.Result.Value
 	}
 	return &rr, nil
@@ -498,7 +523,7 @@ func (s *Session) checkCredentials(ctx context.Context, v *pageView) (string, er
 		return why, nil
 	}
 	for _, f := range v.frames {
-		rr, err := s.evalFrame(ctx, v, f, "check", nil)
+		rr, err := s.evalFrame(ctx, v, f, readerjs.ModeCheck, nil)
 		if err != nil {
 			if f == v.mainID {
 				return "", err
@@ -638,13 +663,13 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 			}
 			extra = map[string]any{"verdicts": vs}
 		}
-		rr, err := s.evalFrame(ctx, v, frame, "read", extra)
+		rr, err := s.evalFrame(ctx, v, frame, readerjs.ModeRead, extra)
 		if err != nil {
 			return err
 		}
 		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) {
 			// Not the frame the shots judged: withhold all of its text.
-			if rr, err = s.evalFrame(ctx, v, frame, "read", map[string]any{"verdicts": []int{}}); err != nil {
+			if rr, err = s.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}}); err != nil {
 				return err
 			}
 		}
@@ -725,24 +750,24 @@ func (s *Session) assemble(frame string, reads map[string]*rawRead, links *[]raw
 	var b strings.Builder
 	text := rr.Text
 	for {
-		i := strings.IndexRune(text, '\uE000')
+		i := strings.Index(text, readerjs.FrameOpen)
 		if i < 0 {
 			b.WriteString(text)
 			break
 		}
-		j := strings.IndexRune(text[i:], '\uE001')
+		j := strings.Index(text[i:], readerjs.FrameClose)
 		if j < 0 {
 			b.WriteString(text[:i])
 			break
 		}
 		b.WriteString(text[:i])
-		id := text[i+len("\uE000") : i+j]
+		id := text[i+len(readerjs.FrameOpen) : i+j]
 		if child := s.assemble(id, reads, links, fields, depth+1); child != "" {
 			b.WriteString("\n")
 			b.WriteString(child)
 			b.WriteString("\n")
 		}
-		text = text[i+j+len("\uE001"):]
+		text = text[i+j+len(readerjs.FrameClose):]
 	}
 	if len(*fields) > DefaultFieldCap {
 		*fields = (*fields)[:DefaultFieldCap]

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 )
 
 // Visibility by rendering. A text run reaches the model only if drawing it changes pixels a
@@ -115,13 +117,14 @@ func shoot(ctx context.Context, t *target, x, y, w, h float64) (image.Image, err
 	return img, nil
 }
 
-// run verdicts passed to the reader, one per run of a frame.
+// run verdicts passed to the reader, one per run of a frame: written once, in readerjs, which
+// generates the reader's copy (js/reader/01_consts.js).
 const (
-	runHidden   = 0
-	runVisible  = 1 // proven visible by this read's phase: its text is read now
-	runWithheld = 2 // not proven visible and never will be: not read, counted
-	runLater    = 4 // not decided yet: not read, not counted; a later read decides it
-	runServed   = 5 // visible, its text given by an earlier read: links, fields and the heading use it
+	runHidden   = readerjs.RunHidden
+	runVisible  = readerjs.RunVisible
+	runWithheld = readerjs.RunWithheld
+	runLater    = readerjs.RunLater
+	runServed   = readerjs.RunServed
 )
 
 // What the phases of one page have decided of a run, kept between reads (visState).
@@ -301,7 +304,7 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		return nil
 	}
 	isChild := frame != j.v.mainID
-	lay, err := j.s.evalFrame(ctx, j.v, frame, "layout", map[string]any{"child": isChild})
+	lay, err := j.s.evalFrame(ctx, j.v, frame, readerjs.ModeLayout, map[string]any{"child": isChild})
 	if err != nil {
 		return err
 	}
@@ -397,7 +400,7 @@ func (j *pixelJob) unbox(frame string) {
 // paint sets the text paint of every laid-out frame: "off", "foreign", "runs" (only the runs of
 // the last layout off), "on", or "restore" (undoes "runs" only).
 func (j *pixelJob) paint(ctx context.Context, mode string) error {
-	if mode == "on" || mode == "restore" {
+	if mode == readerjs.PaintOn || mode == readerjs.PaintRestore {
 		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		ctx = ctx2
@@ -408,14 +411,14 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 		if late := j.s.cfg.lateRemote; late != "" && !j.slow && j.v.owner[id] != j.v.owner[j.v.mainID] && (late == "all" || late == mode) {
 			continue // a test's stand-in for a paint that reaches the surface after the shots
 		}
-		rr, err := j.s.evalFrame(ctx, j.v, id, "paint", map[string]any{"paint": mode})
+		rr, err := j.s.evalFrame(ctx, j.v, id, readerjs.ModePaint, map[string]any{"paint": mode})
 		if err != nil && first == nil {
 			first = err
 		}
-		if err == nil && mode == "runs" && (rr.Exact == nil || !*rr.Exact) && first == nil {
+		if err == nil && mode == readerjs.PaintRuns && (rr.Exact == nil || !*rr.Exact) && first == nil {
 			first = errInexact
 		}
-		if err == nil && (mode == "runs" || mode == "restore") && j.twoFrames() && rr.Still != j.frames[id].still && first == nil {
+		if err == nil && (mode == readerjs.PaintRuns || mode == readerjs.PaintRestore) && j.twoFrames() && rr.Still != j.frames[id].still && first == nil {
 			first = errMoved
 		}
 		remote = remote || j.v.owner[id] != j.v.owner[j.v.mainID]
@@ -636,17 +639,17 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 		return err
 	}
 	var b, c []image.Image
-	err = j.paint(ctx, "off")
+	err = j.paint(ctx, readerjs.PaintOff)
 	if err == nil {
 		b, err = shootAll()
 	}
 	if err == nil {
-		err = j.paint(ctx, "foreign")
+		err = j.paint(ctx, readerjs.PaintForeign)
 	}
 	if err == nil {
 		c, err = shootAll()
 	}
-	if perr := j.paint(ctx, "on"); err == nil {
+	if perr := j.paint(ctx, readerjs.PaintOn); err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -673,12 +676,12 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	if err != nil {
 		return true, err
 	}
-	err = j.paint(ctx, "runs")
+	err = j.paint(ctx, readerjs.PaintRuns)
 	var d []image.Image
 	if err == nil {
 		d, err = shootAll()
 	}
-	if perr := j.paint(ctx, "restore"); err == nil {
+	if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
 		err = perr
 	}
 	if errors.Is(err, errInexact) {
@@ -882,7 +885,7 @@ const maxReveals = 12
 // scrollMain scrolls the main frame's window to y. Page coordinates do not move with it; the
 // viewport does.
 func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
-	rr, err := j.s.evalFrame(ctx, j.v, j.v.mainID, "scroll", map[string]any{"y": y})
+	rr, err := j.s.evalFrame(ctx, j.v, j.v.mainID, readerjs.ModeScroll, map[string]any{"y": y})
 	if err != nil {
 		return err
 	}
@@ -963,7 +966,7 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState
 				return j, err
 			}
 		} else {
-			if _, err := s.evalFrame(ctx, v, f.id, "layout", map[string]any{"child": f.id != v.mainID, "reveal": run}); err != nil {
+			if _, err := s.evalFrame(ctx, v, f.id, readerjs.ModeLayout, map[string]any{"child": f.id != v.mainID, "reveal": run}); err != nil {
 				return j, err
 			}
 			if err := j.layout(ctx, f.id, f.off, 0); err != nil {
