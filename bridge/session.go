@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,13 +23,8 @@ import (
 // decided by the policy; pages are read in an isolated world. Open, Read, Links, Fields and
 // Screenshot are serialized; Close may be called at any time, from any goroutine.
 //
-// Session is the façade over one type per job, each holding only what its job needs:
-// browserProc (launch.go, wall.go: the process, its profile, the /proc and wall checks), router
-// (route.go, budget.go: every request and hop decided, fetched and fulfilled), pageReader
-// (reader.go, visibility.go, pixels.go: frames, the reader, the pixel proof), watcher (watch.go:
-// quiet waits, the credential watch), activity (settle.go: the route's requests, the settle),
-// lease (takeover.go: the sign-in lease), pageCache (page.go: the page opened last, chunked) and
-// life (its end). The configuration they share is read-only after the launch.
+// Session is the façade over one type per job, each holding only what its job needs (doc.go
+// lists them); the configuration they share is read-only after the launch.
 type Session struct {
 	rt    *Runtime
 	ownRT bool
