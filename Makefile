@@ -16,13 +16,15 @@ build: setup generate
 	$(GO) build -o bin/browser-agent ./cmd/browser-agent
 	$(GO) build -o bin/demo-site ./cmd/demo-site
 
-# extension/render.js is written from web/static/render.js (the side panel ships the page's renderer).
+# extension/render.js is written from web/static/render.js (the side panel ships the page's renderer);
+# bridge/js/reader/01_consts.js from bridge/internal/readerjs (the constants the reader shares with Go).
 generate:
-	$(GO) generate ./web
+	$(GO) generate ./web ./bridge
 
 # Fails when a generated file is not what go generate would write.
 gen-check:
 	$(GO) run ./web/internal/genrender -check web/static/render.js extension/render.js
+	$(GO) run ./bridge/internal/genreader -check bridge/js/reader/01_consts.js
 
 # The main job: the lookup preset against the embedded demo site, with the offline planner.
 # A run that fails (exit 1: a part missing or broken) points at doctor, which checks each part.
@@ -35,7 +37,7 @@ demo: build
 test: setup fmt-check vet gen-check unit
 
 # The inner loop (about a minute): formatting, vet, and the packages that start no browser.
-QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/queue/... ./internal/testutil/... ./internal/layering/... ./demo-site/... ./web/internal/...
+QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/queue/... ./internal/testutil/... ./internal/layering/... ./demo-site/... ./web/internal/... ./bridge/internal/...
 quick: fmt-check vet gen-check
 	$(GO) test -count=1 $(QUICK_PKGS)
 

@@ -172,13 +172,13 @@ func (b *budget) acquire(ctx context.Context) (release func(), err error) {
 // readBody reads a final response's body. A body declared larger than smallBody takes the fulfil
 // gate before it is read, so that large bodies wait unread rather than in memory; release, when
 // not nil, hands the gate on to the fulfil (gateFor) and must be called.
-func (s *Session) readBody(ctx context.Context, resp *http.Response, limit int64) (body []byte, truncated bool, release func(), err error) {
+func (ro *router) readBody(ctx context.Context, resp *http.Response, limit int64) (body []byte, truncated bool, release func(), err error) {
 	if n := resp.ContentLength; n >= smallBody {
-		w := min(n, s.budget.bodyCap)
-		if err := s.budget.bodies.Acquire(ctx, w); err != nil {
+		w := min(n, ro.budget.bodyCap)
+		if err := ro.budget.bodies.Acquire(ctx, w); err != nil {
 			return nil, false, nil, err
 		}
-		release = func() { s.budget.bodies.Release(w) }
+		release = func() { ro.budget.bodies.Release(w) }
 	}
 	body, truncated, err = readCapped(resp.Body, limit, resp.ContentLength)
 	if err != nil && release != nil {
@@ -190,13 +190,13 @@ func (s *Session) readBody(ctx context.Context, resp *http.Response, limit int64
 
 // gateFor returns the release of the fulfil gate for f: the one f took when its body was read, or
 // a new one. It is nil when the gate could not be taken.
-func (s *Session) gateFor(f *fetched) func() {
+func (ro *router) gateFor(f *fetched) func() {
 	if f.release != nil {
 		r := f.release
 		f.release = nil
 		return r
 	}
-	return s.fulfilGate(len(f.body))
+	return ro.fulfilGate(len(f.body))
 }
 
 // dropGate lets go of the gate f holds, for a body that is not handed over at once.
@@ -209,17 +209,17 @@ func (f *fetched) dropGate() {
 
 // fulfilGate waits until a body of n bytes may be handed to the browser. release is nil when the
 // session closed or the navigation timeout passed first.
-func (s *Session) fulfilGate(n int) (release func()) {
+func (ro *router) fulfilGate(n int) (release func()) {
 	if n < smallBody {
 		return func() {}
 	}
-	w := min(int64(n), s.budget.bodyCap)
-	ctx, cancel := s.requestContext()
+	w := min(int64(n), ro.budget.bodyCap)
+	ctx, cancel := ro.requestContext()
 	defer cancel()
-	if err := s.budget.bodies.Acquire(ctx, w); err != nil {
+	if err := ro.budget.bodies.Acquire(ctx, w); err != nil {
 		return nil
 	}
-	return func() { s.budget.bodies.Release(w) }
+	return func() { ro.budget.bodies.Release(w) }
 }
 
 // count passes r through, adding what is read to the run's bytes.
@@ -256,16 +256,16 @@ func (b *budget) proxyRefused(resp *http.Response, err error, viaProxy bool) *Bu
 // budgetResponse looks at what a fetch returned before the fetcher reads it: a refusal of the
 // egress proxy for the run's bytes spends the budget (rd is recorded as denied); any other
 // response has its body counted.
-func (s *Session) budgetResponse(resp *http.Response, err error, rd RequestDecision) *BudgetError {
-	if e := s.budget.proxyRefused(resp, err, s.cfg.proxy != nil); e != nil {
+func (ro *router) budgetResponse(resp *http.Response, err error, rd RequestDecision) *BudgetError {
+	if e := ro.budget.proxyRefused(resp, err, ro.cfg.proxy != nil); e != nil {
 		if resp != nil {
 			resp.Body.Close()
 		}
-		s.budgetDenied(rd, e)
+		ro.budgetDenied(rd, e)
 		return e
 	}
 	if resp != nil {
-		resp.Body = countedBody{Reader: s.budget.count(resp.Body), Closer: resp.Body}
+		resp.Body = countedBody{Reader: ro.budget.count(resp.Body), Closer: resp.Body}
 	}
 	return nil
 }
@@ -276,24 +276,7 @@ type countedBody struct {
 }
 
 // budgetDenied records a request denied because of a budget.
-func (s *Session) budgetDenied(rd RequestDecision, e *BudgetError) {
+func (ro *router) budgetDenied(rd RequestDecision, e *BudgetError) {
 	rd.Verdict, rd.Rule, rd.Reason = policy.Deny, e.Rule(), e.Reason
-	s.record(rd)
-}
-
-// Open decides url and, when it is allowed, fetches it hop by hop (deciding every redirect as a
-// new navigation), hands the final response to the browser and reads the page. A denial of url
-// itself is a *DeniedError with Hop 0 and happens before any browser work. A page with a
-// credential field returns only URL and Status, and ErrCredentialRequired. When a budget is
-// spent, before or while the page loads, Open returns a *BudgetError and nothing of the page but
-// its URL and status.
-func (s *Session) Open(ctx context.Context, url string) (Page, error) {
-	if e := s.budget.spentErr(); e != nil {
-		return Page{}, fmt.Errorf("open: %w", e)
-	}
-	p, err := s.open(ctx, url)
-	if e := s.budget.spentErr(); e != nil {
-		return Page{URL: p.URL, Status: p.Status}, fmt.Errorf("open %s: %w", policy.CleanURL(url), e)
-	}
-	return p, err
+	ro.record(rd)
 }

@@ -11,7 +11,7 @@ import (
 
 // Credential detection. A page is withheld when it holds an editable thing a person would call a
 // credential field: a password, a one-time or security code, a PIN, a card number. The reader
-// (js/reader.js) reports every editable element of a frame (inputs of text-like types, textarea,
+// (js/reader/10_controls.js) reports every editable element of a frame (inputs of text-like types, textarea,
 // select, contenteditable hosts, role=textbox) with the names a person and assistive technology
 // see (aria-label, aria-labelledby, aria-describedby, <label>, placeholder, title, the rendered
 // text just before it, CSS generated content included) and its name, id, autocomplete, inputmode,

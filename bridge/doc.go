@@ -17,10 +17,25 @@
 // credential watch of init.js reports a field that came and went between two checks, and the
 // reader never reads a field's value (an input's, or the text of an editable element).
 //
-// A Session's state shared between its page operations and its route handlers is one small type
-// per job, each under its own lock (state.go): navState (the one navigation Open is making, the
-// sub-frame count), pageCache (the page opened last) and decisionLog (the request decisions).
-// Page operations are serialized by the Session's op lock; closing is closeOnce and done.
+// A Session is a façade over one type per job, each holding only what its job needs and
+// documented in one line where it is declared:
+//
+//   - browserProc (launch.go, wall.go): the Chromium process, its fresh profile, how it is started
+//     (behind the OS wall or not), and the /proc check that the browser behind the context is it.
+//   - router (route.go, budget.go, state.go): every request and redirect hop decided by the policy,
+//     fetched by the bridge (fetcher) under the budgets, fulfilled; the navigation Open is making
+//     (navState) and the request decisions (decisionLog).
+//   - pageReader (reader.go): the page's frames over CDP, the reader (js/reader, one file per job;
+//     its constants shared with Go come from internal/readerjs) in an isolated world per frame,
+//     the credential checks around a read; the pixel proof (visibility.go: layout, shots, paint
+//     toggling) and its arithmetic (pixels.go: bands, drawn pixels).
+//   - watcher (watch.go): init.js's watch drained in every frame, and the quiet waits.
+//   - activity (settle.go): the route's requests in flight, and the settle after load.
+//   - lease (takeover.go): the sign-in lease, and the takeover's input and screenshot.
+//   - pageCache (page.go): the page opened last, its text served chunk by chunk; life: its end.
+//
+// State shared between the page operations and the route handlers is under each type's own lock
+// or atomic; page operations are serialized by the Session's op lock.
 //
 // Key types: Runtime (one Playwright driver, NewRuntime), Session (one guarded Chromium,
 // Runtime.Launch; Open, Read, Links, Fields), Page, Chunk, Link and Field (what a read returns),

@@ -35,12 +35,12 @@ func TestLaunchRefusesBrowserFailingVerification(t *testing.T) {
 				t.Fatal("the browser was never verified")
 			}
 			select {
-			case <-checked.done:
+			case <-checked.life.done:
 			default:
 				t.Fatal("the refused session was not closed")
 			}
-			if _, err := os.Stat(checked.profile); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("the refused session's profile %s is still there: %v", checked.profile, err)
+			if _, err := os.Stat(checked.proc.profile); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the refused session's profile %s is still there: %v", checked.proc.profile, err)
 			}
 		})
 	}

@@ -88,12 +88,12 @@ func TestUnsupportedContent(t *testing.T) {
 func TestSessionLifecycle(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, WithSessionTimeout(5*time.Second)) // long enough to launch and open on a loaded machine
-	if s.pid <= 0 || s.Version() == "" {
-		t.Fatalf("got pid %d version %q, want the launched browser's", s.pid, s.Version())
+	if s.proc.pid <= 0 || s.Version() == "" {
+		t.Fatalf("got pid %d version %q, want the launched browser's", s.proc.pid, s.Version())
 	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.pid))
-	if err != nil || !strings.Contains(string(cmdline), s.profile) {
-		t.Errorf("browser pid %d cmdline does not name the session profile %s: %v", s.pid, s.profile, err)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.proc.pid))
+	if err != nil || !strings.Contains(string(cmdline), s.proc.profile) {
+		t.Errorf("browser pid %d cmdline does not name the session profile %s: %v", s.proc.pid, s.proc.profile, err)
 	}
 	for _, flag := range []string{"--disable-quic", "--no-pings", "--webrtc-ip-handling-policy=disable_non_proxied_udp", "--proxy-server=http://127.0.0.1:"} {
 		if !strings.Contains(string(cmdline), flag) {
@@ -103,7 +103,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if os.Geteuid() == 0 && !strings.Contains(string(cmdline), "--no-sandbox") {
 		t.Errorf("running as root: browser cmdline lacks --no-sandbox")
 	}
-	if _, err := os.Stat(filepath.Join(s.profile)); err != nil {
+	if _, err := os.Stat(filepath.Join(s.proc.profile)); err != nil {
 		t.Errorf("profile: %v", err)
 	}
 	if _, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/blank.html"); err != nil {
@@ -116,7 +116,7 @@ func TestSessionLifecycle(t *testing.T) {
 	// The deadline closes the session from its timer: on a busy machine closing the browser
 	// may still be under way when Open has already refused.
 	gone := testutil.Eventually(20*time.Second, func() bool {
-		_, err := os.Stat(s.profile)
+		_, err := os.Stat(s.proc.profile)
 		return os.IsNotExist(err)
 	})
 	if !gone {
@@ -139,7 +139,7 @@ func TestClosed(t *testing.T) {
 	if _, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/blank.html"); !errors.Is(err, ErrClosed) {
 		t.Errorf("Open after Close: got %v, want ErrClosed", err)
 	}
-	if _, err := os.Stat(s.profile); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.proc.profile); !os.IsNotExist(err) {
 		t.Errorf("profile after Close: got %v, want removed", err)
 	}
 }
@@ -173,7 +173,7 @@ func TestProxy(t *testing.T) {
 	if a, _ := auth.Load().(string); !strings.HasPrefix(a, "Basic ") {
 		t.Errorf("Proxy-Authorization: got %q, want Basic credentials", a)
 	}
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.pid))
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.proc.pid))
 	if !strings.Contains(string(cmdline), "--proxy-server="+proxy.URL) {
 		t.Errorf("browser cmdline lacks --proxy-server=%s", proxy.URL)
 	}

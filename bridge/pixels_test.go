@@ -93,3 +93,38 @@ func TestBandsOf(t *testing.T) {
 		}
 	}
 }
+
+// TestPixOf: the direct byte access (RGBA, NRGBA, a sub-image of either) reads what the generic
+// path (any other image) reads, at the same coordinates relative to the image's bounds.
+func TestPixOf(t *testing.T) {
+	c := color.RGBA{10, 200, 30, 255}
+	rgba := canvas(8, 8, image.Point{3, 4})
+	rgba.Set(5, 6, c)
+	nrgba := image.NewNRGBA(rgba.Rect)
+	gray := image.NewGray16(rgba.Rect)
+	for y := 0; y < 8; y++ {
+		for x := 0; x < 8; x++ {
+			nrgba.Set(x, y, rgba.At(x, y))
+			gray.Set(x, y, color.Gray16Model.Convert(rgba.At(x, y)))
+		}
+	}
+	sub := rgba.SubImage(image.Rect(2, 2, 8, 8))
+	for _, p := range []image.Point{{3, 4}, {5, 6}, {0, 0}} {
+		want := pixOf(rgba).at3(p.X, p.Y)
+		if got := pixOf(nrgba).at3(p.X, p.Y); got != want {
+			t.Errorf("NRGBA at %v: %v, want %v", p, got, want)
+		}
+		if p.X >= 2 && p.Y >= 2 {
+			if got := pixOf(sub).at3(p.X-2, p.Y-2); got != want {
+				t.Errorf("sub-image at %v: %v, want %v", p, got, want)
+			}
+		}
+	}
+	// The generic path: a grey image reads its grey level in every channel.
+	if got := pixOf(gray).at3(3, 4); got != [3]int{0, 0, 0} {
+		t.Errorf("Gray16 at the black dot: %v", got)
+	}
+	if got := diff(10, 200, 30, [3]int{40, 190, 30}); got != 30 {
+		t.Errorf("diff: %d, want the largest channel difference 30", got)
+	}
+}

@@ -2,7 +2,7 @@ package bridge
 
 import (
 	"context"
-	_ "embed"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,12 +13,37 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
 
-//go:embed js/reader.js
-var readerJS string
+//go:generate go run ./internal/genreader js/reader/01_consts.js
+
+// readerFiles is the reader's function, one file per job (js/reader/00_frame.js says how they fit).
+//
+//go:embed js/reader/*.js
+var readerFiles embed.FS
+
+// readerJS is the reader: the files of js/reader joined in name order.
+var readerJS = joinJS(readerFiles, "js/reader")
+
+// joinJS joins the .js files of dir in fsys in name order.
+func joinJS(fsys embed.FS, dir string) string {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		panic(err)
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		data, err := fsys.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		b.Write(data)
+	}
+	return b.String()
+}
 
 // cdpCall sends one CDP command and decodes its result into out. CDPSession.Send cannot be
 // cancelled, so a hung renderer costs a goroutine until the session closes, not the caller.
@@ -110,7 +135,7 @@ func (n *cdpNode) scrub() {
 	n.ContentDocument.scrub()
 }
 
-// target is one CDP session: the page's, or an out-of-process iframe's.
+// target is one CDP session: the page's, or an out-of-process iframe'pr.
 type target struct {
 	sess   playwright.CDPSession
 	root   string // frame id at the root of the session
@@ -122,30 +147,43 @@ type frameEntry struct {
 	id, parent, url string
 }
 
+// pageReader reads the page over CDP: it maps the page's frames, runs the reader (js/reader) in an
+// isolated world per frame, proves by pixels which text runs are visible (visibility.go), checks
+// for credential fields around each read, and assembles the frames' text, links and fields.
+type pageReader struct {
+	cfg   *config
+	pol   *policy.Policy // the links' decisions
+	bctx  playwright.BrowserContext
+	page  playwright.Page
+	world string // name of the reader's isolated world
+	watch *watcher
+	act   *activity
+}
+
 // attach opens CDP sessions for the page and for every out-of-process iframe (site isolation
 // puts a cross-site iframe in its own renderer; it has its own session). It loads each session's
 // frame tree and its DOM, closed shadow roots and same-process frames included. Given the targets
 // of an earlier attach (prev, with the frames already tried), it reuses their sessions, opens
 // sessions only for frames it has not tried, and loads every tree and DOM afresh.
-func (s *Session) attach(ctx context.Context, prev *attached) (*attached, error) {
+func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, error) {
 	a := &attached{tried: map[playwright.Frame]bool{}}
 	if prev != nil {
 		a.targets, a.tried = prev.targets, prev.tried
 		prev.targets = nil // owned by a now
 	} else {
-		main, err := s.bctx.NewCDPSession(s.page)
+		main, err := pr.bctx.NewCDPSession(pr.page)
 		if err != nil {
 			return a, fmt.Errorf("page session: %w", err)
 		}
 		a.targets = append(a.targets, &target{sess: main})
 	}
-	mf := s.page.MainFrame()
-	for _, f := range s.page.Frames() {
+	mf := pr.page.MainFrame()
+	for _, f := range pr.page.Frames() {
 		if f == mf || a.tried[f] {
 			continue
 		}
 		a.tried[f] = true
-		fs, err := s.bctx.NewCDPSession(f)
+		fs, err := pr.bctx.NewCDPSession(f)
 		if err != nil {
 			continue // a same-process frame (it is in its parent's session) or a detached one
 		}
@@ -259,13 +297,13 @@ type closedRoot struct {
 }
 
 // view attaches to the page (reusing prev's sessions when given) and maps its frames.
-func (s *Session) view(ctx context.Context, prev *pageView) (*pageView, error) {
-	defer s.cfg.took("view", time.Now())
+func (pr *pageReader) view(ctx context.Context, prev *pageView) (*pageView, error) {
+	defer pr.cfg.took("view", time.Now())
 	var pa *attached
 	if prev != nil {
 		pa = prev.att
 	}
-	att, err := s.attach(ctx, pa)
+	att, err := pr.attach(ctx, pa)
 	if err != nil {
 		return &pageView{att: att}, err
 	}
@@ -360,9 +398,9 @@ func evalGroup(n uint64) string { return readerGroup + "-" + strconv.FormatUint(
 // evalFrame runs the reader in frame's isolated world. mode "check" reports only the frame's
 // editable elements; "read" reports them and, in the same synchronous evaluation, the frame's
 // visible text, links and fields.
-func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string, extra map[string]any) (*rawRead, error) {
-	if s.cfg.phase != nil {
-		defer s.cfg.took("eval:"+mode, time.Now())
+func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode string, extra map[string]any) (*rawRead, error) {
+	if pr.cfg.phase != nil {
+		defer pr.cfg.took("eval:"+mode, time.Now())
 	}
 	t := v.owner[frame]
 	if t == nil {
@@ -376,7 +414,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 		world.ID = id
 	} else {
 		if err := cdpCall(ctx, t.sess, "Page.createIsolatedWorld", map[string]any{
-			"frameId": frame, "worldName": s.world, "grantUniveralAccess": false,
+			"frameId": frame, "worldName": pr.world, "grantUniveralAccess": false,
 		}, &world); err != nil {
 			return nil, err
 		}
@@ -422,7 +460,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 		}
 	}
 	var frameIDs []string
-	if mode == "read" || mode == "layout" {
+	if mode == readerjs.ModeRead || mode == readerjs.ModeLayout {
 		for _, c := range v.children[frame] {
 			var fo struct {
 				BackendNodeID int `json:"backendNodeId"`
@@ -436,12 +474,12 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 			}
 		}
 	}
-	if s.cfg.resolved != nil {
-		s.cfg.resolved(ctx, t.sess, group)
+	if pr.cfg.resolved != nil {
+		pr.cfg.resolved(ctx, t.sess, group)
 	}
 	o := map[string]any{
-		"mode": mode, "closedCount": nClosed, "frameIds": frameIDs, "textCap": s.cfg.textCap,
-		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6, "world": s.world,
+		"mode": mode, "closedCount": nClosed, "frameIds": frameIDs, "textCap": pr.cfg.textCap,
+		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6, "world": pr.world,
 	}
 	for k, val := range extra {
 		o[k] = val
@@ -472,7 +510,7 @@ func (s *Session) evalFrame(ctx context.Context, v *pageView, frame, mode string
 	if err := json.Unmarshal(res.Result.Value, &rr); err != nil {
 		return nil, fmt.Errorf("reader result: %w", err)
 	}
-	if mode == "layout" || mode == "scroll" {
+	if mode == readerjs.ModeLayout || mode == readerjs.ModeScroll {
 		rr.Layout = res.Result.Value
 	}
 	return &rr, nil
@@ -493,17 +531,17 @@ func controlsCredential(cs []control) string {
 // tree, and the reader's check, with styles and rendered names, in every frame. It returns why the
 // page is withheld, or "". A frame that cannot be checked is an error for the main frame and a
 // logged miss (the DOM check still covered it) for a child frame.
-func (s *Session) checkCredentials(ctx context.Context, v *pageView) (string, error) {
+func (pr *pageReader) checkCredentials(ctx context.Context, v *pageView) (string, error) {
 	if why := v.domCredential(); why != "" {
 		return why, nil
 	}
 	for _, f := range v.frames {
-		rr, err := s.evalFrame(ctx, v, f, "check", nil)
+		rr, err := pr.evalFrame(ctx, v, f, readerjs.ModeCheck, nil)
 		if err != nil {
 			if f == v.mainID {
 				return "", err
 			}
-			s.cfg.logf("bridge: frame not checked: %v", err)
+			pr.cfg.logf("bridge: frame not checked: %v", err)
 			continue
 		}
 		if why := controlsCredential(rr.Controls); why != "" {
@@ -556,10 +594,10 @@ type rawRead struct {
 //
 // With pixels on, prev is what earlier reads of the page decided (nil for the first): the read
 // goes on from there, and its text holds only the runs it proved visible (visibility.go).
-func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (*snapshot, string, error) {
+func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visState) (*snapshot, string, error) {
 	start := time.Now()
-	defer s.cfg.took("read", start)
-	v, err := s.view(ctx, nil)
+	defer pr.cfg.took("read", start)
+	v, err := pr.view(ctx, nil)
 	defer func() { v.close() }()
 	if err != nil {
 		return nil, "", err
@@ -569,12 +607,12 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 	}
 	// Before the read: the page quiet (its requests and the short timers they start over, in
 	// every frame), and no credential field seen by the watch since the last check.
-	why, waited, err := s.quiet(ctx, v, time.Time{}, true)
+	why, waited, err := pr.watch.quiet(ctx, v, time.Time{}, true)
 	if err != nil || why != "" {
 		return nil, why, err
 	}
 	if waited {
-		if v, err = s.view(ctx, v); err != nil {
+		if v, err = pr.view(ctx, v); err != nil {
 			return nil, "", err
 		}
 	}
@@ -588,7 +626,7 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 	var verdicts map[string][]int
 	vis := &visState{done: true}
 	decided := 0
-	if s.cfg.pixels {
+	if pr.cfg.pixels {
 		if err := freeze(ctx, v, "frozen"); err != nil {
 			return nil, "", err
 		}
@@ -598,16 +636,16 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 			}
 		}()
 		start := time.Now()
-		budget := min(time.Until(deadlineOf(ctx))/2, s.cfg.pixelTime)
+		budget := min(time.Until(deadlineOf(ctx))/2, pr.cfg.pixelTime)
 		pctx, cancel := context.WithTimeout(ctx, budget)
-		job, err := s.pixelVerdicts(pctx, v, prev)
+		job, err := pr.pixelVerdicts(pctx, v, prev)
 		cancel()
-		s.cfg.took("pixels", start)
+		pr.cfg.took("pixels", start)
 		// The phase ran its course (what is pending cannot be shown): what is pending is
 		// withheld. A phase that had at least half its time and decided nothing (this machine
 		// did not shoot one band in it) makes the page's bands smaller for the next, and past
 		// maxShrink withholds what is pending. Otherwise the next read goes on.
-		stuck := err != nil && job.decided == 0 && ctx.Err() == nil && budget >= s.cfg.pixelTime/2
+		stuck := err != nil && job.decided == 0 && ctx.Err() == nil && budget >= pr.cfg.pixelTime/2
 		final := err == nil || (stuck && job.shrink() >= maxShrink)
 		verdicts, vis = job.verdictsOf(final)
 		if stuck && !final {
@@ -621,7 +659,7 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 				proof = "four frames"
 			}
 		}
-		s.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %s, %d runs decided, %d pending, %s%s",
+		pr.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %s, %d runs decided, %d pending, %s%s",
 			len(job.frames), job.passes, job.shots, proof, job.decided, job.undecided(), time.Since(start).Round(time.Millisecond), stopNote(err, final))
 	}
 	var read func(frame string, depth int) error
@@ -638,13 +676,13 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 			}
 			extra = map[string]any{"verdicts": vs}
 		}
-		rr, err := s.evalFrame(ctx, v, frame, "read", extra)
+		rr, err := pr.evalFrame(ctx, v, frame, readerjs.ModeRead, extra)
 		if err != nil {
 			return err
 		}
 		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) {
 			// Not the frame the shots judged: withhold all of its text.
-			if rr, err = s.evalFrame(ctx, v, frame, "read", map[string]any{"verdicts": []int{}}); err != nil {
+			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}}); err != nil {
 				return err
 			}
 		}
@@ -655,7 +693,7 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 		reads[frame] = rr
 		for _, c := range rr.Frames {
 			if err := read(c, depth+1); err != nil {
-				s.cfg.logf("bridge: frame not read: %v", err)
+				pr.cfg.logf("bridge: frame not read: %v", err)
 			}
 		}
 		return nil
@@ -678,18 +716,18 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 	// what it missed once thawed: when the route saw a request start or end since the read began,
 	// the quiet is counted from now.
 	var since time.Time
-	if s.lastActive.Load() >= start.UnixNano() {
+	if pr.act.activeSince(start) {
 		since = time.Now()
 	}
-	if why, _, err := s.quiet(ctx, v, since, true); err != nil || why != "" {
+	if why, _, err := pr.watch.quiet(ctx, v, since, true); err != nil || why != "" {
 		return nil, why, err
 	}
-	after, err := s.view(ctx, v)
+	after, err := pr.view(ctx, v)
 	v = after // its sessions, reused, are closed with it
 	if err != nil {
 		return nil, "", err
 	}
-	if why, err := s.checkCredentials(ctx, after); err != nil || why != "" {
+	if why, err := pr.checkCredentials(ctx, after); err != nil || why != "" {
 		return nil, why, err
 	}
 	if !sameOrigin(after.mainURL, opened) {
@@ -703,9 +741,9 @@ func (s *Session) snapshot(ctx context.Context, opened string, prev *visState) (
 		snap.unproven = "not shown by rendering: still hidden after scrolling, in a frame drawn transformed, past the bound of scroll passes, or not shot in the time a read has"
 	}
 	var links []rawLink
-	snap.text = s.assemble(mainID, reads, &links, &snap.fields, 0)
-	snap.text = capText(collapseBlankLines(snap.text), s.cfg.textCap)
-	snap.links = s.decideLinks(links)
+	snap.text = pr.assemble(mainID, reads, &links, &snap.fields, 0)
+	snap.text = capText(collapseBlankLines(snap.text), pr.cfg.textCap)
+	snap.links = pr.decideLinks(links)
 	return snap, "", nil
 }
 
@@ -713,7 +751,7 @@ type rawLink struct{ text, href string }
 
 // assemble puts each visible child frame's text where its marker sits in the parent's text, and
 // gathers links and fields in the same order.
-func (s *Session) assemble(frame string, reads map[string]*rawRead, links *[]rawLink, fields *[]Field, depth int) string {
+func (pr *pageReader) assemble(frame string, reads map[string]*rawRead, links *[]rawLink, fields *[]Field, depth int) string {
 	rr := reads[frame]
 	if rr == nil || depth > 8 {
 		return ""
@@ -725,24 +763,24 @@ func (s *Session) assemble(frame string, reads map[string]*rawRead, links *[]raw
 	var b strings.Builder
 	text := rr.Text
 	for {
-		i := strings.IndexRune(text, '\uE000')
+		i := strings.Index(text, readerjs.FrameOpen)
 		if i < 0 {
 			b.WriteString(text)
 			break
 		}
-		j := strings.IndexRune(text[i:], '\uE001')
+		j := strings.Index(text[i:], readerjs.FrameClose)
 		if j < 0 {
 			b.WriteString(text[:i])
 			break
 		}
 		b.WriteString(text[:i])
-		id := text[i+len("\uE000") : i+j]
-		if child := s.assemble(id, reads, links, fields, depth+1); child != "" {
+		id := text[i+len(readerjs.FrameOpen) : i+j]
+		if child := pr.assemble(id, reads, links, fields, depth+1); child != "" {
 			b.WriteString("\n")
 			b.WriteString(child)
 			b.WriteString("\n")
 		}
-		text = text[i+j+len("\uE001"):]
+		text = text[i+j+len(readerjs.FrameClose):]
 	}
 	if len(*fields) > DefaultFieldCap {
 		*fields = (*fields)[:DefaultFieldCap]
@@ -751,7 +789,7 @@ func (s *Session) assemble(frame string, reads map[string]*rawRead, links *[]raw
 }
 
 // decideLinks resolves, decides and numbers the page's links. javascript: links are dropped.
-func (s *Session) decideLinks(raw []rawLink) []Link {
+func (pr *pageReader) decideLinks(raw []rawLink) []Link {
 	out := make([]Link, 0, len(raw))
 	seen := map[[2]string]bool{}
 	for _, l := range raw {
@@ -765,7 +803,7 @@ func (s *Session) decideLinks(raw []rawLink) []Link {
 		if l.href == "" {
 			link.Reason = policy.ReasonMalformed
 		} else {
-			d, err := s.pol.Decide(policy.DecideArgs{Method: http.MethodGet, URL: l.href})
+			d, err := pr.pol.Decide(policy.DecideArgs{Method: http.MethodGet, URL: l.href})
 			link.URL, link.Allowed, link.Reason = d.URL, err == nil && d.Allowed(), d.Reason
 		}
 		key := [2]string{link.Text, link.URL}

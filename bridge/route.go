@@ -98,8 +98,8 @@ func isRedirect(status int) bool { return status >= 300 && status < 400 }
 //
 // body is sent only with a write, which is possible only for a sign-in route while a person holds
 // the session's lease (doWrite checks both again); a 307/308 hop carries it on under the same check.
-func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, hdr http.Header, body []byte, rtype, frame string) (*fetched, error) {
-	walk := NewRedirects(s.pol, rawURL)
+func (f *fetcher) chain(ctx context.Context, ro *router, method, rawURL string, hdr http.Header, body []byte, rtype, frame string) (*fetched, error) {
+	walk := NewRedirects(ro.pol, rawURL)
 	for {
 		cur := walk.URL()
 		hops := walk.Hops()
@@ -107,8 +107,8 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 			return &fetched{hops: hops}, err
 		}
 		brd := RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{}), ResourceType: rtype, Frame: frame, Hop: len(hops)}
-		if e := s.budget.admit(); e != nil {
-			s.budgetDenied(brd, e)
+		if e := ro.budget.admit(); e != nil {
+			ro.budgetDenied(brd, e)
 			return &fetched{hops: hops}, e
 		}
 		var resp *http.Response
@@ -116,17 +116,17 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		if method == http.MethodGet || method == http.MethodHead {
 			resp, err = f.do(ctx, method, cur, hdr)
 		} else {
-			resp, err = f.doWrite(ctx, s, method, cur, hdr, body)
+			resp, err = f.doWrite(ctx, ro, method, cur, hdr, body)
 		}
-		if e := s.budgetResponse(resp, err, brd); e != nil {
+		if e := ro.budgetResponse(resp, err, brd); e != nil {
 			return &fetched{hops: hops}, e
 		}
 		if err != nil {
-			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonFetchFailed}), ResourceType: rtype, Frame: frame, Hop: len(hops)})
+			ro.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{Verdict: policy.Deny, Reason: ReasonFetchFailed}), ResourceType: rtype, Frame: frame, Hop: len(hops)})
 			return &fetched{hops: hops}, fmt.Errorf("fetch %s: %w", policy.CleanURL(cur), err)
 		}
 		if !isRedirect(resp.StatusCode) {
-			body, truncated, release, err := s.readBody(ctx, resp, f.cap)
+			body, truncated, release, err := ro.readBody(ctx, resp, f.cap)
 			resp.Body.Close()
 			if err != nil {
 				return &fetched{hops: hops}, fmt.Errorf("fetch %s: body: %w", policy.CleanURL(cur), err)
@@ -148,7 +148,7 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 		}
 		n, d, err := walk.Follow(resp.StatusCode, loc)
 		if d != (policy.Decision{}) {
-			s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, next, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
+			ro.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, next, d.URL, d), ResourceType: rtype, Frame: frame, Hop: n})
 		}
 		if err != nil {
 			return &fetched{hops: walk.Hops()}, err
@@ -162,15 +162,15 @@ func (f *fetcher) chain(ctx context.Context, s *Session, method, rawURL string, 
 
 // doWrite sends a write: only while the session's sign-in lease is held, and only to a route the
 // policy names under signin for this method. It is the one way a body leaves the bridge.
-func (f *fetcher) doWrite(ctx context.Context, s *Session, method, rawURL string, hdr http.Header, body []byte) (*http.Response, error) {
-	if !s.signInLease.Load() {
+func (f *fetcher) doWrite(ctx context.Context, ro *router, method, rawURL string, hdr http.Header, body []byte) (*http.Response, error) {
+	if !ro.lease.held.Load() {
 		return nil, fmt.Errorf("method %s refused: no sign-in lease", method)
 	}
 	pu, err := policy.ParseURL(rawURL, "")
 	if err != nil {
 		return nil, err
 	}
-	if d := s.pol.DecideSignIn(method, pu); !d.Allowed() {
+	if d := ro.pol.DecideSignIn(method, pu); !d.Allowed() {
 		return nil, fmt.Errorf("method %s refused: %s", method, d.Reason)
 	}
 	if int64(len(body)) > maxSignInBody {
@@ -324,12 +324,57 @@ var dropHeaders = map[string]bool{
 	"content-disposition": true, "service-worker-allowed": true, "location": true,
 }
 
+// router is the session's per-hop policy: it decides every request and redirect hop the browser
+// or the bridge makes, fetches the allowed ones itself (fetcher, under the budget), fulfils them,
+// and keeps the decisions.
+type router struct {
+	cfg     *config
+	pol     *policy.Policy
+	page    playwright.Page // the session's page: a request of any other is a popup's
+	fetcher *fetcher
+	budget  *budget
+	life    *life
+	act     *activity
+	lease   *lease
+	nav     navState    // the navigation Open is making, the sub-frame navigations since it
+	log     decisionLog // the request decisions
+}
+
+// record keeps a request decision, logs a denial and passes it to the decision hook.
+func (ro *router) record(d RequestDecision) {
+	if d.Time.IsZero() {
+		d.Time = time.Now()
+	}
+	ro.log.add(d)
+	if d.Verdict != policy.Allow {
+		// The URL a page chose is logged as policy.LogURL keeps it: never its query or a
+		// path a route leaves open.
+		ro.cfg.logf("bridge: deny %s %s %s (%s): %s", d.Method, d.ResourceType, ro.pol.LogURL(d.URL()), d.Frame, d.Reason)
+	}
+	if ro.cfg.hook != nil {
+		ro.cfg.hook(d)
+	}
+}
+
+// document fetches url, decided and allowed, as the main frame's document: a fetch slot, then the
+// redirect walk. The body is handed over later, through the route (navState).
+func (ro *router) document(ctx context.Context, url, ua string) (*fetched, error) {
+	release, err := ro.budget.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ro.fetcher.chain(ctx, ro, http.MethodGet, url, documentHeaders(ua), nil, "document", FrameMain)
+	release()
+	f.dropGate()
+	return f, err
+}
+
 // handleRoute decides every request the browser makes. Nothing is continued to the network: an
 // allowed request is fetched by the bridge (redirect hops decided) and fulfilled with the final
 // response; everything else is aborted before it leaves.
-func (s *Session) handleRoute(r playwright.Route) {
-	s.activity(1)
-	defer s.activity(-1)
+func (ro *router) handleRoute(r playwright.Route) {
+	ro.act.mark(1)
+	defer ro.act.mark(-1)
 	req := r.Request()
 	method, raw, rtype := req.Method(), req.URL(), req.ResourceType()
 	frame := FrameNone
@@ -338,7 +383,7 @@ func (s *Session) handleRoute(r playwright.Route) {
 	switch {
 	case fr == nil && nav:
 		frame = FramePopup // a navigation whose frame does not exist yet: a new window
-	case fr != nil && fr.Page() != s.page:
+	case fr != nil && fr.Page() != ro.page:
 		frame = FramePopup
 	case fr != nil && fr.ParentFrame() == nil:
 		frame = FrameMain
@@ -355,15 +400,15 @@ func (s *Session) handleRoute(r playwright.Route) {
 	abort := func() { _ = r.Abort(code) }
 	deny := func(reason string) {
 		rd.Verdict, rd.Reason = policy.Deny, reason
-		s.record(rd)
+		ro.record(rd)
 		abort()
 	}
-	if s.usable() != nil {
+	if ro.life.usable() != nil {
 		deny(ReasonClosed)
 		return
 	}
-	if e := s.budget.spentErr(); e != nil {
-		s.budgetDenied(rd, e)
+	if e := ro.budget.spentErr(); e != nil {
+		ro.budgetDenied(rd, e)
 		abort()
 		return
 	}
@@ -372,22 +417,22 @@ func (s *Session) handleRoute(r playwright.Route) {
 		return
 	}
 	write := method != http.MethodGet && method != http.MethodHead
-	signIn := write && s.signInLease.Load()
+	signIn := write && ro.lease.held.Load()
 	if nav && frame == FrameMain && !signIn {
 		// The only main-frame navigation allowed is the one Open is making, once. Script
 		// navigation, meta refresh, form submission, reload and history traversal are aborted.
-		p, ok := s.nav.take(raw, method == http.MethodGet)
+		p, ok := ro.nav.take(raw, method == http.MethodGet)
 		if !ok {
 			deny(ReasonNotRequested)
 			return
 		}
 		rd.Verdict, rd.Reason = policy.Allow, "opened by the bridge"
-		s.record(rd)
-		s.fulfil(r, p.resp, rtype)
+		ro.record(rd)
+		ro.fulfil(r, p.resp, rtype)
 		return
 	}
 	if nav && frame == FrameSub {
-		if s.nav.frameNav(s.cfg.frameCap) {
+		if ro.nav.frameNav(ro.cfg.frameCap) {
 			deny(ReasonFrameCap)
 			return
 		}
@@ -398,12 +443,12 @@ func (s *Session) handleRoute(r playwright.Route) {
 		// A person holds the lease: a write to a sign-in route the policy names is allowed; any
 		// other write is decided, and denied, as always.
 		if pu, perr := policy.ParseURL(raw, ""); perr == nil {
-			d = s.pol.DecideSignIn(method, pu)
+			d = ro.pol.DecideSignIn(method, pu)
 		} else {
-			d, err = s.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
+			d, err = ro.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
 		}
 	} else {
-		d, err = s.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
+		d, err = ro.pol.Decide(policy.DecideArgs{Method: method, URL: raw})
 	}
 	rd.Verdict, rd.Rule, rd.Reason = d.Verdict, d.Rule, d.Reason
 	if err != nil || !d.Allowed() {
@@ -411,30 +456,30 @@ func (s *Session) handleRoute(r playwright.Route) {
 			rd.Reason = "policy error"
 		}
 		rd.Verdict = policy.Deny
-		s.record(rd)
+		ro.record(rd)
 		abort()
 		return
 	}
-	if e := s.budget.pageRequest(); e != nil {
-		s.budgetDenied(rd, e)
+	if e := ro.budget.pageRequest(); e != nil {
+		ro.budgetDenied(rd, e)
 		abort()
 		return
 	}
-	ctx, cancel := s.requestContext()
+	ctx, cancel := ro.requestContext()
 	defer cancel()
-	release, err := s.budget.acquire(ctx)
+	release, err := ro.budget.acquire(ctx)
 	if err != nil {
 		if e, ok := IsBudget(err); ok {
-			s.budgetDenied(rd, e)
+			ro.budgetDenied(rd, e)
 		} else {
 			rd.Verdict, rd.Rule, rd.Reason = policy.Deny, "", ReasonSlotTimeout
-			s.record(rd)
+			ro.record(rd)
 		}
 		abort()
 		return
 	}
 	defer release()
-	s.record(rd)
+	ro.record(rd)
 	hdr := http.Header{}
 	for _, k := range forwardHeaders {
 		if v, ok := req.Headers()[k]; ok {
@@ -451,23 +496,20 @@ func (s *Session) handleRoute(r playwright.Route) {
 			return
 		}
 	}
-	f, err := s.fetcher.chain(ctx, s, method, d.URL, hdr, body, rtype, frame)
+	f, err := ro.fetcher.chain(ctx, ro, method, d.URL, hdr, body, rtype, frame)
 	if err != nil {
 		abort()
 		return
 	}
 	if write {
-		if rtype == "document" && frame == FrameMain {
-			s.signInNavMark.Store(s.mainCommits.Load() + 1)
-		}
-		s.signInWrites.Add(1) // a sign-in write that went out and was answered
+		ro.lease.wrote(rtype == "document" && frame == FrameMain)
 	}
-	s.fulfil(r, f, rtype)
+	ro.fulfil(r, f, rtype)
 }
 
 // fulfil hands a final response to the browser. A redirect status is never fulfilled: Chromium
 // would follow it where no route sees the next hop.
-func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
+func (ro *router) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if f == nil || isRedirect(f.status) || f.status < 100 {
 		f.dropGate()
 		_ = r.Abort("blockedbyclient")
@@ -484,7 +526,7 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	if headers["content-type"] == "" && rtype == "document" {
 		headers["content-type"] = "text/plain; charset=utf-8"
 	}
-	release := s.gateFor(f)
+	release := ro.gateFor(f)
 	if release == nil {
 		_ = r.Abort("blockedbyclient")
 		return
@@ -492,34 +534,34 @@ func (s *Session) fulfil(r playwright.Route, f *fetched, rtype string) {
 	defer release()
 	status := f.status
 	if err := r.Fulfill(playwright.RouteFulfillOptions{Status: &status, Headers: headers, Body: f.body}); err != nil {
-		s.cfg.logf("bridge: fulfil %s: %v", policy.CleanURL(f.url), err)
+		ro.cfg.logf("bridge: fulfil %s: %v", policy.CleanURL(f.url), err)
 	}
 }
 
 // handleWebSocket closes every WebSocket the page opens; the route never connects to a server.
-func (s *Session) handleWebSocket(ws playwright.WebSocketRoute) {
-	s.activity(0)
-	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, ws.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonWebSocket}), ResourceType: "websocket", Frame: FrameNone})
+func (ro *router) handleWebSocket(ws playwright.WebSocketRoute) {
+	ro.act.mark(0)
+	ro.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, ws.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonWebSocket}), ResourceType: "websocket", Frame: FrameNone})
 	ws.Close(playwright.WebSocketRouteCloseOptions{Code: playwright.Int(1008), Reason: playwright.String("blocked by browser-agent")})
 }
 
 // handlePopup closes every page but the session's own. It closes from a goroutine: closing inside
 // the event handler hangs the driver connection.
-func (s *Session) handlePopup(p playwright.Page) {
-	if p == s.page {
+func (ro *router) handlePopup(p playwright.Page) {
+	if p == ro.page {
 		return
 	}
-	s.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, p.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonPopup}), ResourceType: "document", Frame: FramePopup})
+	ro.record(RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, http.MethodGet, p.URL(), policy.Decision{Verdict: policy.Deny, Reason: ReasonPopup}), ResourceType: "document", Frame: FramePopup})
 	go func() { _ = p.Close() }()
 }
 
 // requestContext bounds one routed request's fetch by the navigation timeout and the session's
 // life.
-func (s *Session) requestContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.navTimeout)
+func (ro *router) requestContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), ro.cfg.navTimeout)
 	go func() {
 		select {
-		case <-s.done:
+		case <-ro.life.done:
 			cancel()
 		case <-ctx.Done():
 		}

@@ -2,9 +2,10 @@ package bridge
 
 import "sync"
 
-// The Session's state that its route handlers and its page operations share, one type per job,
-// each under its own lock: the navigation Open is making (nav), the page it opened last (pages)
-// and the request decisions (log). None of these locks is taken while another of them is held.
+// The router's state that the route handlers and the page operations share, each under its own
+// lock: the navigation Open is making (navState) and the request decisions (decisionLog); the page
+// opened last is the Session's pageCache (page.go). None of these locks is taken while another of
+// them is held.
 
 // navState is the one main-frame navigation the bridge is opening and the sub-frame navigations
 // since the last Open.
@@ -55,65 +56,6 @@ func (n *navState) frameNav(limit int) (over bool) {
 	defer n.mu.Unlock()
 	n.frameNavs++
 	return n.frameNavs > limit
-}
-
-// pageCache is the page the session opened last, nil when none (or forgotten).
-type pageCache struct {
-	mu  sync.Mutex
-	cur *pageState
-}
-
-func (c *pageCache) set(st *pageState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cur = st
-}
-
-func (c *pageCache) get() *pageState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cur
-}
-
-// withhold marks st withheld and drops what was read of it.
-func (c *pageCache) withhold(st *pageState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st.withheld = true
-	st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
-}
-
-// add appends what a read of st's page proved visible: the text after what earlier reads gave
-// (offsets already given stay valid), and the links, fields and headings of the page as far as
-// it has been read (each read sees every run proven visible so far).
-func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st.withheld {
-		return
-	}
-	switch {
-	case st.text == "":
-		st.text = snap.text
-	case snap.text != "":
-		st.text = capText(st.text+"\n\n"+snap.text, textCap)
-	}
-	st.title = firstNonEmpty(st.title, snap.title)
-	st.heading = firstNonEmpty(st.heading, snap.heading)
-	if snap.links != nil || st.links == nil {
-		st.links = snap.links
-	}
-	if snap.fields != nil || st.fields == nil {
-		st.fields = snap.fields
-	}
-	st.unread += snap.withheld
-	if snap.unproven != "" {
-		st.unproven = snap.unproven
-	}
-	st.vis = snap.vis
-	if len(st.text) >= textCap {
-		st.vis = &visState{done: true} // the cap is reached: nothing more is read
-	}
 }
 
 // maxDecisions bounds the session's in-memory decision log.

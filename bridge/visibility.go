@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"math"
 	"slices"
-	"sort"
 	"time"
+
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 )
 
 // Visibility by rendering. A text run reaches the model only if drawing it changes pixels a
@@ -115,13 +115,14 @@ func shoot(ctx context.Context, t *target, x, y, w, h float64) (image.Image, err
 	return img, nil
 }
 
-// run verdicts passed to the reader, one per run of a frame.
+// run verdicts passed to the reader, one per run of a frame: written once, in readerjs, which
+// generates the reader's copy (js/reader/01_consts.js).
 const (
-	runHidden   = 0
-	runVisible  = 1 // proven visible by this read's phase: its text is read now
-	runWithheld = 2 // not proven visible and never will be: not read, counted
-	runLater    = 4 // not decided yet: not read, not counted; a later read decides it
-	runServed   = 5 // visible, its text given by an earlier read: links, fields and the heading use it
+	runHidden   = readerjs.RunHidden
+	runVisible  = readerjs.RunVisible
+	runWithheld = readerjs.RunWithheld
+	runLater    = readerjs.RunLater
+	runServed   = readerjs.RunServed
 )
 
 // What the phases of one page have decided of a run, kept between reads (visState).
@@ -182,7 +183,7 @@ type frameRuns struct {
 
 // pixelJob is the pixel phase of one read: every frame laid out, shot together.
 type pixelJob struct {
-	s       *Session
+	r       *pageReader
 	v       *pageView
 	frames  map[string]*frameRuns
 	order   []string // frames laid out, parents first
@@ -201,7 +202,7 @@ type pixelJob struct {
 // twoFrames says whether the groups shot now are proven with two frames: the page's clocks
 // stopped, nothing on it that draws by itself, and every run's paint can be turned off alone.
 func (j *pixelJob) twoFrames() bool {
-	return !j.s.cfg.fourFrames && (j.slowWhy == "" || j.s.cfg.trustMovers)
+	return !j.r.cfg.fourFrames && (j.slowWhy == "" || j.r.cfg.trustMovers)
 }
 
 // errMoved stops a two-frame proof whose page scrolled while it was shot (a smooth scroll the
@@ -301,7 +302,7 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		return nil
 	}
 	isChild := frame != j.v.mainID
-	lay, err := j.s.evalFrame(ctx, j.v, frame, "layout", map[string]any{"child": isChild})
+	lay, err := j.r.evalFrame(ctx, j.v, frame, readerjs.ModeLayout, map[string]any{"child": isChild})
 	if err != nil {
 		return err
 	}
@@ -317,7 +318,7 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		if j.prev != nil && len(j.prev.runs[frame]) == n {
 			prev = j.prev.runs[frame]
 		} else if j.prev != nil && j.prev.runs[frame] != nil {
-			j.s.cfg.logf("bridge: frame %s has %d runs, %d when last read: read again whole", frame, n, len(j.prev.runs[frame]))
+			j.r.cfg.logf("bridge: frame %s has %d runs, %d when last read: read again whole", frame, n, len(j.prev.runs[frame]))
 		}
 		for i, raw := range l.Runs {
 			switch {
@@ -378,7 +379,7 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 	for _, o := range l.Owners {
 		f.children = append(f.children, o.ID)
 		if err := j.layout(ctx, o.ID, [2]float64{off[0] + o.X, off[1] + o.Y}, depth+1); err != nil {
-			j.s.cfg.logf("bridge: frame not laid out (its text is withheld): %v", err)
+			j.r.cfg.logf("bridge: frame not laid out (its text is withheld): %v", err)
 		}
 	}
 	return nil
@@ -397,7 +398,7 @@ func (j *pixelJob) unbox(frame string) {
 // paint sets the text paint of every laid-out frame: "off", "foreign", "runs" (only the runs of
 // the last layout off), "on", or "restore" (undoes "runs" only).
 func (j *pixelJob) paint(ctx context.Context, mode string) error {
-	if mode == "on" || mode == "restore" {
+	if mode == readerjs.PaintOn || mode == readerjs.PaintRestore {
 		ctx2, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		ctx = ctx2
@@ -405,17 +406,17 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 	var first error
 	remote := false
 	for _, id := range j.order {
-		if late := j.s.cfg.lateRemote; late != "" && !j.slow && j.v.owner[id] != j.v.owner[j.v.mainID] && (late == "all" || late == mode) {
+		if late := j.r.cfg.lateRemote; late != "" && !j.slow && j.v.owner[id] != j.v.owner[j.v.mainID] && (late == "all" || late == mode) {
 			continue // a test's stand-in for a paint that reaches the surface after the shots
 		}
-		rr, err := j.s.evalFrame(ctx, j.v, id, "paint", map[string]any{"paint": mode})
+		rr, err := j.r.evalFrame(ctx, j.v, id, readerjs.ModePaint, map[string]any{"paint": mode})
 		if err != nil && first == nil {
 			first = err
 		}
-		if err == nil && mode == "runs" && (rr.Exact == nil || !*rr.Exact) && first == nil {
+		if err == nil && mode == readerjs.PaintRuns && (rr.Exact == nil || !*rr.Exact) && first == nil {
 			first = errInexact
 		}
-		if err == nil && (mode == "runs" || mode == "restore") && j.twoFrames() && rr.Still != j.frames[id].still && first == nil {
+		if err == nil && (mode == readerjs.PaintRuns || mode == readerjs.PaintRestore) && j.twoFrames() && rr.Still != j.frames[id].still && first == nil {
 			first = errMoved
 		}
 		remote = remote || j.v.owner[id] != j.v.owner[j.v.mainID]
@@ -423,7 +424,7 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 	if remote && first == nil {
 		// An out-of-process frame's new paint reaches the page's surface on its own compositor
 		// frame, after the evaluation returns: give it time to be drawn before the next shot.
-		wait := j.s.cfg.remoteWait
+		wait := j.r.cfg.remoteWait
 		if j.slow {
 			wait = remoteSlowWait
 		}
@@ -447,13 +448,6 @@ func (j *pixelJob) inViewRun(f *frameRuns, run int) bool {
 		}
 	}
 	return len(f.boxes[run]) > 0
-}
-
-// region is one run's box to judge, or another run's box (cover only).
-type runBox struct {
-	f   *frameRuns
-	run int
-	box [4]float64
 }
 
 // pass shoots what every frame shows now and decides the pending runs that have boxes.
@@ -531,18 +525,11 @@ func (j *pixelJob) pass(ctx context.Context) error {
 			return err
 		}
 		g0 = g1
-		if n := j.s.cfg.phaseGroups; n > 0 && j.groups >= n && g0 < len(bands) {
+		if n := j.r.cfg.phaseGroups; n > 0 && j.groups >= n && g0 < len(bands) {
 			return errPhaseLimit
 		}
 	}
 	return nil
-}
-
-func verdictOf(tl *tally) int {
-	if tl != nil && tl.drawn >= minPixels && tl.tallest >= minRunHeight {
-		return runVisible
-	}
-	return runHidden
 }
 
 // recheckRemote shoots a group again, waiting longer for each paint, when an out-of-process
@@ -616,7 +603,7 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 		for i, b := range bands {
 			start := time.Now()
 			img, err := shoot(ctx, t, b.x0, b.y0, b.x1-b.x0, b.y1-b.y0)
-			j.s.cfg.took("shot", start)
+			j.r.cfg.took("shot", start)
 			if err != nil {
 				return nil, err
 			}
@@ -636,17 +623,17 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 		return err
 	}
 	var b, c []image.Image
-	err = j.paint(ctx, "off")
+	err = j.paint(ctx, readerjs.PaintOff)
 	if err == nil {
 		b, err = shootAll()
 	}
 	if err == nil {
-		err = j.paint(ctx, "foreign")
+		err = j.paint(ctx, readerjs.PaintForeign)
 	}
 	if err == nil {
 		c, err = shootAll()
 	}
-	if perr := j.paint(ctx, "on"); err == nil {
+	if perr := j.paint(ctx, readerjs.PaintOn); err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -673,12 +660,12 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	if err != nil {
 		return true, err
 	}
-	err = j.paint(ctx, "runs")
+	err = j.paint(ctx, readerjs.PaintRuns)
 	var d []image.Image
 	if err == nil {
 		d, err = shootAll()
 	}
-	if perr := j.paint(ctx, "restore"); err == nil {
+	if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
 		err = perr
 	}
 	if errors.Is(err, errInexact) {
@@ -698,57 +685,9 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 // errInexact: turning the runs' paint off changed the paint of something that is not a run.
 var errInexact = errors.New("pixel phase: the runs' paint not turned off alone")
 
-type runKey struct {
-	f   *frameRuns
-	run int
-}
-
-type tally struct {
-	drawn   int
-	tallest float64
-}
-
-// band is a rectangle of the page shot at once, and the tallest box and pixel count per run in it.
-type band struct {
-	x0, y0, x1, y1 float64
-}
-
-// maxBandH and maxBandArea bound one shot, in CSS px.
-const (
-	maxBandH    = 4000
-	maxBandArea = 4000 * 1280
-)
-
-// sliceW is how much of each box's width is shot, in CSS px: a few glyphs.
-const sliceW = 48
-
-// bandsOf returns rectangles of the page that hold the boxes to judge: boxes sorted by top,
-// merged while the band stays within maxH (a box taller than that is a band of its own),
-// each band as wide as its boxes; and, for each box of judge (sorted in place), its band.
-func bandsOf(judge []runBox, maxH float64) ([]band, []int) {
-	sort.SliceStable(judge, func(i, k int) bool { return judge[i].box[1] < judge[k].box[1] })
-	var out []band
-	in := make([]int, len(judge))
-	for i, rb := range judge {
-		r := rb.box
-		x0, y0 := math.Max(0, math.Floor(r[0])-2), math.Max(0, math.Floor(r[1])-2)
-		x1, y1 := math.Ceil(r[0]+r[2])+2, math.Ceil(r[1]+r[3])+2
-		if n := len(out); n > 0 && math.Max(out[n-1].y1, y1)-out[n-1].y0 <= maxH &&
-			(math.Max(out[n-1].y1, y1)-out[n-1].y0)*(math.Max(out[n-1].x1, x1)-math.Min(out[n-1].x0, x0)) <= maxBandArea {
-			b := &out[n-1]
-			b.x0, b.x1, b.y1 = math.Min(b.x0, x0), math.Max(b.x1, x1), math.Max(b.y1, y1)
-			in[i] = n - 1
-			continue
-		}
-		out = append(out, band{x0, y0, x1, y1})
-		in[i] = len(out) - 1
-	}
-	return out, in
-}
-
 // moverBoxes is where what draws by itself is, in every frame shown now (layoutRead.Movers).
 func (j *pixelJob) moverBoxes() [][4]float64 {
-	if j.s.cfg.trustMovers {
+	if j.r.cfg.trustMovers {
 		return nil
 	}
 	var out [][4]float64
@@ -760,121 +699,6 @@ func (j *pixelJob) moverBoxes() [][4]float64 {
 	return out
 }
 
-// countBand adds, for every pending run with a box in the band, the pixels it alone covers
-// outside every mover's box that are stable (a, a2), drawn by text (a, b) and not drawn by other
-// text (a, c: generated content, markers, form controls), and its tallest box.
-func countBand(bd band, all []runBox, movers [][4]float64, a, b, c, a2 image.Image, counts map[runKey]*tally) {
-	W, H := a.Bounds().Dx(), a.Bounds().Dy()
-	if b.Bounds() != a.Bounds() || c.Bounds() != a.Bounds() || a2.Bounds() != a.Bounds() || W == 0 {
-		return // nothing counted: the runs are decided hidden
-	}
-	scale := float64(W) / (bd.x1 - bd.x0)
-	px := func(r [4]float64) (x0, y0, x1, y1 int) {
-		x0, y0 = int((r[0]-bd.x0)*scale), int((r[1]-bd.y0)*scale)
-		x1, y1 = int((r[0]+r[2]-bd.x0)*scale+0.999), int((r[1]+r[3]-bd.y0)*scale+0.999)
-		return max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
-	}
-	cover := make([]uint8, W*H)
-	for _, rb := range all {
-		x0, y0, x1, y1 := px(rb.box)
-		for y := y0; y < y1; y++ {
-			row := cover[y*W : y*W+W]
-			for x := x0; x < x1; x++ {
-				if row[x] < 255 {
-					row[x]++
-				}
-			}
-		}
-	}
-	for _, m := range movers {
-		x0, y0, x1, y1 := px(m)
-		for y := y0; y < y1; y++ {
-			row := cover[y*W : y*W+W]
-			for x := x0; x < x1; x++ {
-				row[x] = 255 // never 1: not evidence
-			}
-		}
-	}
-	pa, pb, pc, pa2 := pixOf(a), pixOf(b), pixOf(c), pixOf(a2)
-	for _, rb := range all {
-		if !rb.f.pending[rb.run] {
-			continue
-		}
-		x0, y0, x1, y1 := px(rb.box)
-		if x1 <= x0 || y1 <= y0 || rb.box[1] < bd.y0 || rb.box[1]+rb.box[3] > bd.y1+1 {
-			continue
-		}
-		k := runKey{rb.f, rb.run}
-		tl := counts[k]
-		if tl == nil {
-			tl = &tally{}
-			counts[k] = tl
-		}
-		tl.tallest = max(tl.tallest, rb.box[3])
-		for y := y0; y < y1; y++ {
-			for x := x0; x < x1; x++ {
-				if cover[y*W+x] != 1 {
-					continue
-				}
-				ar, ag, ab := pa.at(x, y)
-				if diff(ar, ag, ab, pa2.at3(x, y)) > pixelStable {
-					continue
-				}
-				if diff(ar, ag, ab, pc.at3(x, y)) >= pixelDelta {
-					continue // other text is drawn here
-				}
-				if diff(ar, ag, ab, pb.at3(x, y)) >= pixelDelta {
-					tl.drawn++
-				}
-			}
-		}
-	}
-}
-
-// pixels gives direct access to an RGBA or NRGBA image's bytes (screenshots are opaque, so
-// both hold plain colour values).
-type pixels struct {
-	img    image.Image
-	pix    []byte
-	stride int
-}
-
-func pixOf(img image.Image) pixels {
-	switch m := img.(type) {
-	case *image.RGBA:
-		return pixels{img: img, pix: m.Pix[m.PixOffset(m.Rect.Min.X, m.Rect.Min.Y):], stride: m.Stride}
-	case *image.NRGBA:
-		return pixels{img: img, pix: m.Pix[m.PixOffset(m.Rect.Min.X, m.Rect.Min.Y):], stride: m.Stride}
-	}
-	return pixels{img: img}
-}
-
-func (p pixels) at(x, y int) (int, int, int) {
-	if p.pix != nil {
-		i := y*p.stride + x*4
-		return int(p.pix[i]), int(p.pix[i+1]), int(p.pix[i+2])
-	}
-	b := p.img.Bounds()
-	r, g, bl, _ := p.img.At(b.Min.X+x, b.Min.Y+y).RGBA()
-	return int(r >> 8), int(g >> 8), int(bl >> 8)
-}
-
-func (p pixels) at3(x, y int) [3]int {
-	r, g, b := p.at(x, y)
-	return [3]int{r, g, b}
-}
-
-func diff(r1, g1, b1 int, o [3]int) int {
-	return max(abs(r1-o[0]), abs(g1-o[1]), abs(b1-o[2]))
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 // maxReveals bounds the scroll-and-shoot passes of one read; runs still not shown after them are
 // withheld.
 const maxReveals = 12
@@ -882,7 +706,7 @@ const maxReveals = 12
 // scrollMain scrolls the main frame's window to y. Page coordinates do not move with it; the
 // viewport does.
 func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
-	rr, err := j.s.evalFrame(ctx, j.v, j.v.mainID, "scroll", map[string]any{"y": y})
+	rr, err := j.r.evalFrame(ctx, j.v, j.v.mainID, readerjs.ModeScroll, map[string]any{"y": y})
 	if err != nil {
 		return err
 	}
@@ -901,8 +725,8 @@ func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
 // scroll scroll containers and child frames to show the runs not shown yet, a pass each, until
 // every run is decided, maxReveals passes were made or ctx ends. It returns the verdicts it has
 // (runs not decided are withheld) and the error that stopped it, if any.
-func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState) (*pixelJob, error) {
-	j := &pixelJob{s: s, v: v, frames: map[string]*frameRuns{}, prev: prev}
+func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visState) (*pixelJob, error) {
+	j := &pixelJob{r: pr, v: v, frames: map[string]*frameRuns{}, prev: prev}
 	// The page's clocks stopped for the proof: a frozen page still runs its CSS animations,
 	// transitions and Web Animations; stopped, they draw the same in every shot (an animated
 	// run is read as drawn at that moment).
@@ -913,7 +737,7 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := clocks(uctx, v, 1); err != nil {
-			s.cfg.logf("bridge: clocks not restarted: %v", err)
+			pr.cfg.logf("bridge: clocks not restarted: %v", err)
 		}
 	}()
 	if err := j.layout(ctx, v.mainID, [2]float64{}, 0); err != nil {
@@ -930,7 +754,7 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			if err := j.scrollMain(uctx, home); err != nil {
-				s.cfg.logf("bridge: scroll back: %v", err)
+				pr.cfg.logf("bridge: scroll back: %v", err)
 			}
 		}
 	}()
@@ -963,7 +787,7 @@ func (s *Session) pixelVerdicts(ctx context.Context, v *pageView, prev *visState
 				return j, err
 			}
 		} else {
-			if _, err := s.evalFrame(ctx, v, f.id, "layout", map[string]any{"child": f.id != v.mainID, "reveal": run}); err != nil {
+			if _, err := pr.evalFrame(ctx, v, f.id, readerjs.ModeLayout, map[string]any{"child": f.id != v.mainID, "reveal": run}); err != nil {
 				return j, err
 			}
 			if err := j.layout(ctx, f.id, f.off, 0); err != nil {

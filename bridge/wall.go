@@ -30,23 +30,23 @@ func (c *config) wallMode(pol *policy.Policy) policy.WallMode {
 	return policy.WallAuto
 }
 
-// planWall decides whether the launch is walled and sets s.wall to the audit's line about it. It
+// planWall decides whether the launch is walled and sets p.wall to the audit's line about it. It
 // returns the executable Playwright starts and the arguments to add: cfg.chromium and none when
 // the browser is not walled, the launcher and its argument when it is. proxyServer is the
 // browser's proxy (the egress proxy, or the refusing one): the forwarder listens on the same
 // address inside the namespace, so it must be on IPv4 loopback. When the wall cannot be had (no
 // namespaces here, or a proxy elsewhere) auto goes on without it and says why; a policy that
 // requires it is refused with a SetupError.
-func (s *Session) planWall(proxyServer string) (exe string, args []string, err error) {
-	mode := s.cfg.wallMode(s.pol)
+func (p *browserProc) planWall(proxyServer string) (exe string, args []string, err error) {
+	mode := p.cfg.wallMode(p.pol)
 	if mode == policy.WallOff {
-		s.wall = "off: the policy turns it off (wall: off)"
-		if s.pol.Wall() == "" {
-			s.wall = "off: turned off for this launch"
+		p.wall = "off: the policy turns it off (wall: off)"
+		if p.pol.Wall() == "" {
+			p.wall = "off: turned off for this launch"
 		}
-		return s.cfg.chromium, nil, nil
+		return p.cfg.chromium, nil, nil
 	}
-	probe := s.cfg.wallProbe
+	probe := p.cfg.wallProbe
 	if probe == nil {
 		probe = wall.Probe
 	}
@@ -58,28 +58,28 @@ func (s *Session) planWall(proxyServer string) (exe string, args []string, err e
 		if u, err := url.Parse(proxyServer); err == nil && u.Host != "" {
 			host = u.Host
 		}
-		exe, arg, why = wall.Command(a.Kind, s.cfg.chromium, host)
+		exe, arg, why = wall.Command(a.Kind, p.cfg.chromium, host)
 	}
 	if why != nil {
 		if mode == policy.WallRequired {
 			return "", nil, &SetupError{What: "the wall (a network namespace for Chromium)",
 				Problem: "is required by the policy (wall: required) but cannot be made here", Err: why, Fix: FixWall}
 		}
-		s.wall = "off: " + why.Error()
-		return s.cfg.chromium, nil, nil
+		p.wall = "off: " + why.Error()
+		return p.cfg.chromium, nil, nil
 	}
-	s.wall, s.walled = a.Status(), true
+	p.wall, p.walled = a.Status(), true
 	return exe, []string{arg}, nil
 }
 
 // Wall is the session's line for the audit about the operating system's wall: "on: ..." (how the
 // namespace was made) or "off: ..." (why not).
-func (s *Session) Wall() string { return s.wall }
+func (s *Session) Wall() string { return s.proc.wall }
 
 // verifyWall checks that a walled browser pid is in a network namespace other than this
 // process's, whose only interface is lo: the wall is up, not only asked for.
-func (s *Session) verifyWall(pid int) error {
-	if !s.walled {
+func (p *browserProc) verifyWall(pid int) error {
+	if !p.walled {
 		return nil
 	}
 	mine, err1 := os.Readlink("/proc/self/ns/net")

@@ -108,16 +108,16 @@ func TestWall(t *testing.T) {
 				cfg.chromium = chromium
 				cfg.extraArgs = append(px.ChromiumArgs(), wallBypass(host)...)
 				cfg.wall = mode
-				s := &Session{cfg: cfg, pol: pol, profile: t.TempDir()}
-				exe, args, err := s.command(px.Server())
+				p := &browserProc{cfg: &cfg, pol: pol, profile: t.TempDir()}
+				exe, args, err := p.command(px.Server())
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := s.Wall(); strings.HasPrefix(got, "on") != (mode == policy.WallRequired) {
+				if got := p.wall; strings.HasPrefix(got, "on") != (mode == policy.WallRequired) {
 					t.Fatalf("wall %q in mode %s", got, mode)
 				}
 				start := time.Now()
-				bctx, err := testRT.pw.Chromium.LaunchPersistentContext(s.profile, s.launchOptions(exe, args,
+				bctx, err := testRT.pw.Chromium.LaunchPersistentContext(p.profile, p.launchOptions(exe, args,
 					&playwright.Proxy{Server: px.Server(), Username: &user, Password: &pass}, 60*time.Second))
 				if err != nil {
 					t.Fatal(err)

@@ -2,8 +2,10 @@ package bridge
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -15,6 +17,23 @@ import (
 // short timers their answers start, are over (quiet): a field a script adds when a fetch or an
 // XHR answers, or when a frame loads, is on the page by then. The watch also reports a field that
 // came and went between two checks.
+
+//go:embed js/init.js
+var initScript string
+
+// watcher is the page's own view of its activity (init.js's watch, in every frame): it drains the
+// watch and waits, with the route's activity, for the page to be quiet.
+type watcher struct {
+	cfg  *config
+	name string // the watch function's name in the main world
+	key  string // the key that drains the watch's descriptions
+	act  *activity
+}
+
+// script is init.js for this session's watch.
+func (w *watcher) script() string {
+	return strings.NewReplacer("__BA_WATCH__", w.name, "__BA_KEY__", w.key).Replace(initScript)
+}
 
 // watchReport is what __BA_WATCH__ returns for one frame.
 type watchReport struct {
@@ -43,10 +62,10 @@ type docRef struct {
 	backend int
 }
 
-// watchFrame drains the watch of one frame: __BA_WATCH__ called with the session's key in the
+// frame drains the watch of one frame: __BA_WATCH__ called with the session's key in the
 // frame's main world (where init.js runs), on its document node. A frame init.js did not run in
 // (an initial about:blank) reports nothing: the DOM and reader checks still cover it.
-func (s *Session) watchFrame(ctx context.Context, v *pageView, frame string) (*watchReport, error) {
+func (w *watcher) frame(ctx context.Context, v *pageView, frame string) (*watchReport, error) {
 	d, ok := v.docs[frame]
 	if !ok {
 		return &watchReport{}, nil
@@ -71,9 +90,9 @@ func (s *Session) watchFrame(ctx context.Context, v *pageView, frame string) (*w
 	}
 	// The name is a non-configurable, non-writable global (init.js): a page can neither replace
 	// it nor shadow it with a declaration of its own.
-	fn := "function (k) { return typeof " + s.watch + " === 'function' ? " + s.watch + "(k) : ''; }"
+	fn := "function (k) { return typeof " + w.name + " === 'function' ? " + w.name + "(k) : ''; }"
 	if err := cdpCall(ctx, d.t.sess, "Runtime.callFunctionOn", map[string]any{
-		"functionDeclaration": fn, "objectId": node.Object.ObjectID, "arguments": []map[string]any{{"value": s.watchKey}},
+		"functionDeclaration": fn, "objectId": node.Object.ObjectID, "arguments": []map[string]any{{"value": w.key}},
 		"returnByValue": true, "objectGroup": group,
 	}, &res); err != nil {
 		return nil, err
@@ -101,14 +120,13 @@ const quietGrace = 60 * time.Millisecond
 // flight as any frame sees it, no short timer pending in any frame. It returns why the page is
 // withheld when the watch saw a credential field, else "", and whether it waited for a timer.
 // A frame whose watch cannot be read is logged (the DOM and reader checks still cover it).
-func (s *Session) quiet(ctx context.Context, v *pageView, since time.Time, wait bool) (why string, waited bool, err error) {
-	defer s.cfg.took("quiet", time.Now())
+func (w *watcher) quiet(ctx context.Context, v *pageView, since time.Time, wait bool) (why string, waited bool, err error) {
+	defer w.cfg.took("quiet", time.Now())
 	end := time.Now().Add(maxQuietWait)
 	for {
 		if wait {
 			for time.Now().Before(end) {
-				last := max(since.UnixNano(), s.lastActive.Load())
-				if s.inflight.Load() == 0 && time.Now().UnixNano()-last >= int64(quietGrace) {
+				if w.act.idle(since, time.Now(), quietGrace) {
 					break
 				}
 				if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
@@ -119,12 +137,12 @@ func (s *Session) quiet(ctx context.Context, v *pageView, since time.Time, wait 
 		var pending time.Duration
 		busy := false
 		for _, f := range v.frames {
-			r, err := s.watchFrame(ctx, v, f)
+			r, err := w.frame(ctx, v, f)
 			if err != nil {
 				if ctx.Err() != nil {
 					return "", waited, err
 				}
-				s.cfg.logf("bridge: frame not watched: %v", err)
+				w.cfg.logf("bridge: frame not watched: %v", err)
 				continue
 			}
 			if why := r.credential(); why != "" {

@@ -5,8 +5,10 @@
 //
 //	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testutil,
 //	   internal/wall (the OS network wall's launcher), internal/pgtest (a PostgreSQL server for
-//	   tests), web/internal/genrender, internal/layering
-//	1  bridge (the guarded Chromium), proxy (the egress proxy), audit (the store), each on policy
+//	   tests), web/internal/genrender, internal/layering, bridge/internal/readerjs (the constants
+//	   the bridge's page-side reader shares with Go)
+//	1  bridge (the guarded Chromium), proxy (the egress proxy), audit (the store), each on policy;
+//	   bridge/internal/genreader (writes the reader's constants file)
 //	2  coordinator (the run: tools, checks, evidence; a Browser interface, not the bridge's
 //	   Session), coordinator/browsertest, internal/testbrowser, internal/queue (the run queue on
 //	   River, on the audit store's database)

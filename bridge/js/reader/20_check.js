@@ -1,0 +1,16 @@
+// Module check: the modes that need no text: scroll (the main frame scrolled for an
+// out-of-process frame) and check (the editable elements only).
+  // The paint and scroll modes answer no credential check (their controls are never looked at).
+  const controls = opts.mode === MODE_PAINT || opts.mode === MODE_SCROLL ? [] : collectControls();
+  if (opts.mode === MODE_SCROLL) {
+    // The main frame scrolled to show an out-of-process frame: Chromium does not draw one that
+    // is out of the viewport.
+    window.scrollTo({ left: window.scrollX, top: opts.y, behavior: 'instant' });
+    const runsNow = globalThis.__browserAgentRuns;
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [],
+      view: [window.scrollX, window.scrollY, window.innerWidth || root.clientWidth || 1280, window.innerHeight || root.clientHeight || 0],
+      still: runsNow && runsNow.root === root ? runsNow.still() : '' };
+  }
+  if (opts.mode === MODE_CHECK) {
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls };
+  }

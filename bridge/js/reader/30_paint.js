@@ -1,0 +1,83 @@
+// Module paint: the visibility proof's paint toggling (mode paint): all text paint off, only
+// foreign text's, exactly the runs' (two-frame proof), and back.
+  // "paint" mode: opts.paint 'off' makes the paint of all text transparent, in the document and in
+  // every shadow root; 'on' removes that style again. Nothing else in the page changes: colour
+  // (and so currentColor borders and icons) and layout stay as they are.
+  // The two-frame proof (visibility.go): "runs" turns off the paint of exactly the text runs the
+  // last layout of this frame counted, from what that layout kept in this isolated world (ba);
+  // "on" (below) puts it back. Both report the frame's scroll positions (still).
+  const ba = globalThis.__browserAgentRuns;
+  const scopeSheets = (css) => {
+    // Constructed sheets, adopted by each scope: no element is added to the page.
+    for (const [sc, text] of css) {
+      const sh = new CSSStyleSheet();
+      sh.replaceSync(text);
+      sc.adoptedStyleSheets = [...sc.adoptedStyleSheets, sh];
+      ba.sheets.push([sc, sh]);
+    }
+  };
+  const unpaintRuns = () => {
+    if (!ba) return;
+    for (const [sc, sh] of ba.sheets) { try { sc.adoptedStyleSheets = sc.adoptedStyleSheets.filter((x) => x !== sh); } catch (e) {} }
+    ba.sheets = [];
+    for (const [el, v] of ba.marks) { try { if (el.getAttribute(ba.attr) === v) el.removeAttribute(ba.attr); } catch (e) {} }
+  };
+  if (opts.mode === MODE_PAINT && opts.paint === PAINT_RUNS) {
+    if (!ba || ba.root !== root) throw new Error('runs paint: no layout of this document');
+    unpaintRuns();
+    for (const [el, v] of ba.marks) el.setAttribute(ba.attr, v);
+    scopeSheets(ba.css);
+    void root.offsetHeight;
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba.still(), exact: ba.exact() };
+  }
+  if (opts.mode === MODE_PAINT && opts.paint === PAINT_RESTORE) {
+    // After the two-frame proof's second shot: only what "runs" changed is undone.
+    unpaintRuns();
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '' };
+  }
+  if (opts.mode === MODE_PAINT) {
+    if (opts.paint === PAINT_ON) unpaintRuns();
+    const tag = 'data-browser-agent-paint';
+    // Decorations (underlines, emphasis marks) stay: a line under transparent text is not text.
+    const off = ' { -webkit-text-fill-color: transparent !important; ' +
+      '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; } ';
+    // 'foreign': only the text that is not a run (generated content, list markers, form
+    // controls, an image's alt text, object fallback): the bridge excludes the pixels it draws.
+    const foreign = '*::before, *::after, *::marker, *::placeholder, *::file-selector-button, input, textarea, select, select *, img, object, object *';
+    const css = opts.paint === PAINT_FOREIGN ? foreign + off
+      : '*, *::first-line, *::first-letter, ' + foreign + off +
+        'text, tspan, textPath { fill: transparent !important; stroke: transparent !important; } ' +
+        // Text drawn by its background (background-clip: text): that background goes too.
+        '[data-browser-agent-bgtext] { background: none !important; }';
+    const scopes = [doc];
+    const find = (n) => {
+      for (let c = n.firstElementChild; c; c = c.nextElementSibling) {
+        const sr = c.shadowRoot || closedRoots.get(c);
+        if (sr) { scopes.push(sr); find(sr); }
+        find(c);
+      }
+    };
+    find(root);
+    for (const sc of scopes) {
+      for (const el of (opts.paint === PAINT_FOREIGN ? [] : sc.querySelectorAll('*'))) {
+        if (opts.paint === PAINT_OFF) {
+          const st = getComputedStyle(el);
+          if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') el.setAttribute('data-browser-agent-bgtext', '');
+        } else if (el.hasAttribute('data-browser-agent-bgtext')) {
+          el.removeAttribute('data-browser-agent-bgtext');
+        }
+      }
+      const host = sc === doc ? (doc.head || root) : sc;
+      if (opts.paint !== PAINT_ON) {
+        for (const st of Array.from(host.querySelectorAll('style[' + tag + ']'))) st.remove();
+        const st = doc.createElement('style');
+        st.setAttribute(tag, '');
+        st.textContent = css;
+        host.appendChild(st);
+      } else {
+        for (const st of Array.from(host.querySelectorAll('style[' + tag + ']'))) st.remove();
+      }
+    }
+    void root.offsetHeight;
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '' };
+  }

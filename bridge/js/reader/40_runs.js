@@ -1,0 +1,315 @@
+// Module runs: which text nodes are runs, their boxes for the shots (mode layout), and the
+// verdict each read applies (the pixels', or the paint heuristics when pixels are off).
+  const vw = window.innerWidth || root.clientWidth || 1280;
+  const sx = window.scrollX, sy = window.scrollY;
+  const MIN_FONT = opts.minFontPx || 6;
+  const PARA = new Set(['p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'table', 'dl', 'ul', 'ol', 'pre', 'blockquote', 'section', 'article', 'header', 'footer', 'nav', 'main', 'aside', 'form', 'figure']);
+  const SKIP = new Set(['script', 'style', 'template', 'noscript', 'head', 'title', 'meta', 'link', 'base',
+    'input', 'textarea', 'select', 'option', 'optgroup', 'datalist', 'object', 'embed', 'canvas', 'audio',
+    'video', 'img', 'picture', 'source', 'track', 'map', 'area', 'param', 'iframe', 'frame', 'frameset']);
+
+  const styles = new Map();
+  const cs = (el) => {
+    let s = styles.get(el);
+    if (!s) { s = getComputedStyle(el); styles.set(el, s); }
+    return s;
+  };
+  // Parent in the flat tree: the slot a node is assigned to, else the parent element, else the
+  // shadow host.
+  const flatParent = (n) => {
+    if (n.assignedSlot) return n.assignedSlot;
+    const p = n.parentNode;
+    if (!p) return null;
+    if (p.nodeType === 11) return p.host || null;
+    return p.nodeType === 1 ? p : null;
+  };
+  const parseColor = (c) => {
+    const m = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)(?:[\s,/]+([\d.]+%?))?\s*\)$/.exec(c || '');
+    if (!m) return null;
+    let a = m[4] === undefined ? 1 : (m[4].endsWith('%') ? parseFloat(m[4]) / 100 : parseFloat(m[4]));
+    return { r: +m[1], g: +m[2], b: +m[3], a };
+  };
+  const lum = (c) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b);
+  };
+  const contrast = (a, b) => {
+    const la = lum(a), lb = lum(b);
+    return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+  };
+
+  // Background an element's text is painted on: the nearest opaque-enough background colour, or
+  // null when an image or gradient makes it unknown.
+  const bgCache = new Map();
+  const background = (el) => {
+    if (!el) return { r: 255, g: 255, b: 255, a: 1 };
+    if (bgCache.has(el)) return bgCache.get(el);
+    const s = cs(el);
+    let out;
+    if (s.backgroundImage && s.backgroundImage !== 'none') out = null;
+    else {
+      const c = parseColor(s.backgroundColor);
+      out = c && c.a >= 0.5 ? c : background(flatParent(el));
+    }
+    bgCache.set(el, out);
+    return out;
+  };
+
+  const zeroClip = (s) => {
+    const cp = s.clipPath || 'none';
+    if (cp !== 'none') {
+      let m = /inset\(\s*([\d.]+)%/.exec(cp);
+      if (m && parseFloat(m[1]) >= 50) return true;
+      if (/circle\(\s*0(px|%)?[\s)]/.test(cp) || /ellipse\(\s*0(px|%)?\s+0(px|%)?/.test(cp)) return true;
+    }
+    if (s.clip && s.clip !== 'auto' && (s.position === 'absolute' || s.position === 'fixed')) {
+      const n = (s.clip.match(/-?[\d.]+/g) || []).map(parseFloat);
+      if (n.length === 4 && (n[1] - n[3] <= 1 || n[2] - n[0] <= 1)) return true;
+    }
+    if (/opacity\(\s*0*(\.0*)?(%|\s*\))/.test(s.filter || '')) return true;
+    if (/^matrix\(\s*0,\s*0,\s*0,\s*0,/.test(s.transform || '')) return true;
+    return false;
+  };
+
+  // hiddenChain: the element or an ancestor hides its content (display, opacity, clip-path, clip,
+  // filter, scale(0)).
+  const chainCache = new Map();
+  const hiddenChain = (el) => {
+    if (!el) return false;
+    if (chainCache.has(el)) return chainCache.get(el);
+    const s = cs(el);
+    let h = s.display === 'none' || s.contentVisibility === 'hidden' || parseFloat(s.opacity) < 0.1 || zeroClip(s);
+    if (!h) h = hiddenChain(flatParent(el));
+    chainCache.set(el, h);
+    return h;
+  };
+
+  // Clipping ancestors: rectangles a descendant's box must overlap to be seen.
+  const clipCache = new Map();
+  const clipRect = (el) => {
+    if (clipCache.has(el)) return clipCache.get(el);
+    let r = null;
+    if (el !== root && el !== doc.body) {
+      const s = cs(el);
+      const ox = s.overflowX, oy = s.overflowY;
+      if ((ox !== 'visible' || oy !== 'visible') && s.display !== 'contents') {
+        const b = el.getBoundingClientRect();
+        if (ox === 'auto' || ox === 'scroll' || oy === 'auto' || oy === 'scroll') {
+          // Scrollable: everything inside its scroll area can be scrolled into view.
+          r = { left: b.left - el.scrollLeft, top: b.top - el.scrollTop,
+            right: b.left - el.scrollLeft + Math.max(el.scrollWidth, b.width),
+            bottom: b.top - el.scrollTop + Math.max(el.scrollHeight, b.height), scroller: true };
+        } else {
+          r = { left: b.left, top: b.top, right: b.right, bottom: b.bottom };
+        }
+      }
+    }
+    clipCache.set(el, r);
+    return r;
+  };
+
+  // How far the scroll containers (overflow auto or scroll) above el are scrolled: added back, so
+  // that which text counts as a run does not depend on scroll positions (the bridge scrolls them
+  // between layouts, see reveal).
+  const scrolledBy = (el) => {
+    let x = 0, y = 0, n = 0;
+    for (let a = el; a; a = flatParent(a)) {
+      if (a === root || a === doc.body) continue;
+      const s = cs(a);
+      if (['auto', 'scroll'].includes(s.overflowX) || ['auto', 'scroll'].includes(s.overflowY)) { x += a.scrollLeft; y += a.scrollTop; n++; }
+    }
+    return { x, y, n };
+  };
+  const boxVisible = (rect, el) => {
+    if (rect.width < 1 || rect.height < 1) return false;
+    const sc = scrolledBy(el);
+    const left = rect.left + sx + sc.x, top = rect.top + sy + sc.y;
+    if (left + rect.width <= 0 || top + rect.height <= 0) return false; // off the page, up or left
+    if (left > Math.max(4 * vw, 5000)) return false; // far off to the right
+    // Past a scroll container, what must be shown is the container's box: scrolling it shows the
+    // text inside, wherever its scroll area puts it.
+    let r = rect;
+    for (let a = el; a; a = flatParent(a)) {
+      const c = clipRect(a);
+      if (!c) continue;
+      const w = Math.min(r.right, c.right) - Math.max(r.left, c.left);
+      const h = Math.min(r.bottom, c.bottom) - Math.max(r.top, c.top);
+      if (w < 2 || h < 2) return false;
+      if (c.scroller) r = a.getBoundingClientRect();
+    }
+    return true;
+  };
+
+  const boxed = (el) => {
+    while (el && cs(el).display === 'contents') el = flatParent(el);
+    return el;
+  };
+
+  const elementVisible = (el) => {
+    if (hiddenChain(el)) return false;
+    const s = cs(el);
+    if (s.visibility !== 'visible') return false;
+    const b = boxed(el);
+    if (!b || !b.checkVisibility({ checkOpacity: true })) return false;
+    return boxVisible(b.getBoundingClientRect(), b);
+  };
+
+  const textCache = new Map();
+  const range = doc.createRange();
+  const textVisible = (t) => {
+    if (textCache.has(t)) return textCache.get(t);
+    const v = textVisibleUncached(t);
+    textCache.set(t, v);
+    return v;
+  };
+  // Runs: every text node that passes the structural checks below gets an ordinal, in walk order.
+  // In "layout" mode the reader returns each run's boxes in page coordinates; the bridge shoots
+  // the page with and without text paint and passes back, in "read" mode, a verdict per run
+  // (opts.verdicts: 0 hidden, 1 visible, 2 withheld: not proven visible, 4 not decided yet, 5
+  // visible and read by an earlier read: its text is not given again, but links, fields and the
+  // heading use it). Without verdicts (pixels turned off) the paint heuristics decide (contrast
+  // against the nearest background colour, alpha).
+  const runs = [];
+  const runOf = new Map();
+  const runParents = new Set();
+  let nRuns = 0, withheld = 0, revealNode = null;
+  const docW = Math.max(root.scrollWidth, vw);
+  const docH = Math.max(root.scrollHeight, doc.body ? doc.body.scrollHeight : 0);
+  // Can the page be scrolled sideways? Not when the root (or the body, which then gives the
+  // viewport its overflow) hides its horizontal overflow.
+  const xLocked = ['hidden', 'clip'].includes(getComputedStyle(root).overflowX) ||
+    (doc.body && ['hidden', 'clip'].includes(getComputedStyle(doc.body).overflowX) && getComputedStyle(root).overflowX === 'visible');
+  // What the shots can show: in the main frame, the page a person can scroll (captureBeyondViewport,
+  // page coordinates); in a child frame, its viewport (the bridge scrolls it, see reveal).
+  const child = !!opts.child;
+  const vh = window.innerHeight || root.clientHeight || 0;
+  const capW = child ? vw : (xLocked ? vw : docW);
+  const capH = child ? vh : docH;
+  const shownNow = (r, el) => {
+    for (let a = el; a; a = flatParent(a)) {
+      if (a === root || a === doc.body) continue;
+      const s = cs(a);
+      if (s.overflowX === 'visible' && s.overflowY === 'visible') continue;
+      if (s.display === 'contents') continue;
+      const c = a.getBoundingClientRect();
+      const w = Math.min(r.right, c.right) - Math.max(r.left, c.left);
+      const h = Math.min(r.bottom, c.bottom) - Math.max(r.top, c.top);
+      if (w < 2 || h < 2) return false;
+    }
+    return true;
+  };
+  // Effective scale (transforms, zoom) and blur radius of an element's chain, in CSS px.
+  const scaleCache = new Map();
+  const scaleBlur = (el) => {
+    if (!el) return { scale: 1, blur: 0 };
+    if (scaleCache.has(el)) return scaleCache.get(el);
+    const up = scaleBlur(flatParent(el));
+    const s = cs(el);
+    let k = 1;
+    if (s.transform && s.transform !== 'none') {
+      try {
+        const m = new DOMMatrixReadOnly(s.transform);
+        k = Math.sqrt(Math.abs(m.a * m.d - m.b * m.c));
+      } catch (e) { k = 1; }
+    }
+    let blur = 0;
+    const re = /blur\(\s*([\d.]+)px\s*\)/g;
+    let mt;
+    while ((mt = re.exec(s.filter || ''))) blur += parseFloat(mt[1]);
+    const out = { scale: up.scale * k, blur: up.blur + blur * up.scale * k };
+    scaleCache.set(el, out);
+    return out;
+  };
+  // pinned: the element is in a position: fixed subtree. Such text is drawn where the viewport
+  // is, whatever the scroll: scrolling never shows what lies outside the viewport, and a shot of
+  // the page beyond the viewport draws it at the current scroll offset (a page that scrolls
+  // itself down would show a fixed box placed above the viewport).
+  const pinnedOf = new Map();
+  const pinned = (el) => {
+    const path = [];
+    let v = false;
+    for (let a = el; a; a = flatParent(a)) {
+      if (pinnedOf.has(a)) { v = pinnedOf.get(a); break; }
+      path.push(a);
+      if (cs(a).position === 'fixed') { v = true; break; }
+    }
+    for (const a of path) pinnedOf.set(a, v);
+    return v;
+  };
+  const textVisibleUncached = (t) => {
+    if (!t.data.trim()) return false;
+    const p = flatParent(t);
+    if (!p) return false;
+    if (hiddenChain(p)) return false;
+    const s = cs(p);
+    if (s.visibility !== 'visible') return false;
+    const b = boxed(p);
+    if (!b || !b.checkVisibility({ checkOpacity: true })) return false;
+    // Too small or too blurred to read: the effective font size (computed size times the scale of
+    // the transforms above it) under MIN_FONT, or a blur radius of a quarter of it or more.
+    const sb = scaleBlur(p);
+    const eff = parseFloat(s.fontSize) * sb.scale;
+    if (eff < MIN_FONT || sb.blur >= eff / 4) return false;
+    // Text drawn only by its shadows (no fill, no stroke): each shadow blurred by a quarter of the
+    // size or more is a smudge.
+    const fill = parseColor(s.webkitTextFillColor);
+    if (fill && fill.a < 0.1 && !(parseFloat(s.webkitTextStrokeWidth) > 0) && s.textShadow && s.textShadow !== 'none') {
+      const blurs = [];
+      s.textShadow.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (m, x, y, bl) => { blurs.push(parseFloat(bl || '0')); return m; });
+      if (blurs.length && blurs.every((bl) => bl * sb.scale >= eff / 4)) return false;
+    }
+    range.selectNodeContents(t);
+    const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
+    if (!rects.length) return false;
+    const i = nRuns++;
+    runOf.set(t, i);
+    runParents.add(p);
+    if (opts.mode === MODE_LAYOUT) {
+      // null: not shown now (a scroll container or the frame must be scrolled first, see
+      // reveal); 0: beyond what scrolling the page shows; else its boxes, in the frame's page
+      // coordinates, to compare.
+      // Inside a scroll container a run may lie past the page's end: scrolling shows it.
+      let decidable = capH > 0, beyond = scrolledBy(b).n === 0;
+      const boxes = [];
+      const fixed = !child && pinned(p);
+      for (const r0 of rects) {
+        let r = r0;
+        if (fixed) {
+          // Only the part inside the viewport can be seen, now or after any scroll.
+          const l = Math.max(r0.left, 0), tp = Math.max(r0.top, 0);
+          const rr = Math.min(r0.left + r0.width, vw), bb = Math.min(r0.top + r0.height, vh);
+          if (rr <= l || bb <= tp) continue;
+          r = { left: l, top: tp, width: rr - l, height: bb - tp, right: rr, bottom: bb };
+        }
+        const x = r.left + sx, y = r.top + sy;
+        if (!(y >= docH || (xLocked && x >= vw)) || child) beyond = false;
+        const cx = child ? r.left : x, cy = child ? r.top : y;
+        if (cx < 0 || cy < 0 || cx + r.width > capW || cy + r.height > capH || !shownNow(r, b)) decidable = false;
+        boxes.push([cx, cy, r.width, r.height]);
+      }
+      if (i === opts.reveal) revealNode = t;
+      if (fixed && !boxes.length) beyond = true;
+      runs.push(beyond ? 0 : (decidable ? boxes : null));
+    }
+    if (!opts.verdicts) return paintVisible(s, p);
+    // With verdicts, a run the pixels did not prove visible is not read; withheld ones (and any
+    // run of a frame the pixels did not lay out) are counted.
+    const vd = opts.verdicts[i];
+    if (vd === RUN_VISIBLE || vd === RUN_SERVED) return true;
+    if (vd !== RUN_HIDDEN && vd !== RUN_LATER) withheld++;
+    return false;
+  };
+  // paintVisible is the fallback for runs the pixels did not decide. It errs towards hidden: text
+  // on a background it cannot know (an image or a gradient) is not read.
+  const paintVisible = (s, p) => {
+    let color = parseColor(s.webkitTextFillColor) || parseColor(s.color);
+    if (color && color.a < 0.1) return false;
+    const bg = background(p);
+    if (!bg) return false;
+    if (color && bg && contrast(color, bg) < 1.25) {
+      const stroke = parseFloat(s.webkitTextStrokeWidth) || 0;
+      if (stroke <= 0 && (!s.textShadow || s.textShadow === 'none')) return false;
+    }
+    return true;
+  };
+

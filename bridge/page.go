@@ -1,0 +1,113 @@
+package bridge
+
+import (
+	"strings"
+	"sync"
+)
+
+// The page the session opened last and its text, served chunk by chunk: pageState is what the
+// session holds about it, pageCache holds it under its own lock (the route handlers and the page
+// operations share it), chunkOf cuts its text into the windows Read returns.
+
+// pageState is what the session holds about the page it opened last.
+type pageState struct {
+	url       string
+	status    int
+	hops      []Hop
+	truncated bool
+	withheld  bool // a credential field was found: nothing from the page is returned
+	title     string
+	heading   string // the first visible h1 of the main frame
+	text      string
+	links     []Link
+	fields    []Field
+	unread    int    // text runs not proven visible (snapshot.withheld)
+	unproven  string // why
+	vis       *visState
+}
+
+// whole reports whether the page's text is complete: no run is left for a later read.
+func (st *pageState) whole() bool { return st.vis == nil || st.vis.done }
+
+// pageCache is the page the session opened last, nil when none (or forgotten).
+type pageCache struct {
+	mu  sync.Mutex
+	cur *pageState
+}
+
+func (c *pageCache) set(st *pageState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cur = st
+}
+
+func (c *pageCache) get() *pageState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
+}
+
+// withhold marks st withheld and drops what was read of it.
+func (c *pageCache) withhold(st *pageState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.withheld = true
+	st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
+}
+
+// add appends what a read of st's page proved visible: the text after what earlier reads gave
+// (offsets already given stay valid), and the links, fields and headings of the page as far as
+// it has been read (each read sees every run proven visible so far).
+func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.withheld {
+		return
+	}
+	switch {
+	case st.text == "":
+		st.text = snap.text
+	case snap.text != "":
+		st.text = capText(st.text+"\n\n"+snap.text, textCap)
+	}
+	st.title = firstNonEmpty(st.title, snap.title)
+	st.heading = firstNonEmpty(st.heading, snap.heading)
+	if snap.links != nil || st.links == nil {
+		st.links = snap.links
+	}
+	if snap.fields != nil || st.fields == nil {
+		st.fields = snap.fields
+	}
+	st.unread += snap.withheld
+	if snap.unproven != "" {
+		st.unproven = snap.unproven
+	}
+	st.vis = snap.vis
+	if len(st.text) >= textCap {
+		st.vis = &visState{done: true} // the cap is reached: nothing more is read
+	}
+}
+
+// chunkOf cuts text into a window of at most size bytes starting at offset, ending on a rune
+// boundary and, when one is near, after a line break or space.
+func chunkOf(text string, offset, size int) Chunk {
+	for offset < len(text) && offset > 0 && !runeStart(text[offset]) {
+		offset++
+	}
+	if offset >= len(text) {
+		return Chunk{Offset: offset, Next: len(text)}
+	}
+	end := offset + size
+	if end >= len(text) {
+		return Chunk{Text: text[offset:], Offset: offset, Next: len(text)}
+	}
+	for end > offset && !runeStart(text[end]) {
+		end--
+	}
+	if cut := strings.LastIndexAny(text[offset:end], "\n "); cut > size/2 {
+		end = offset + cut + 1
+	}
+	return Chunk{Text: text[offset:end], Offset: offset, Next: end, More: true}
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }
