@@ -14,6 +14,7 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/web/internal/demostate"
 )
 
 // Ledger is the daily model-spend ledger; *audit.Store is one.
@@ -24,21 +25,12 @@ type Ledger interface {
 
 var _ Ledger = (*audit.Store)(nil)
 
-// VisitLog keeps what the limits count across restarts: each visitor's runs (under a salted hash,
-// never the address) and the runs waiting in the queue. *audit.Store is one.
-type VisitLog interface {
-	DemoSalt(ctx context.Context) ([]byte, error)
-	AddVisit(ctx context.Context, v audit.Visit) error
-	VisitsSince(ctx context.Context, since time.Time) ([]audit.Visit, error)
-	Enqueue(ctx context.Context, q audit.QueuedRun) error
-	Dequeue(ctx context.Context, id string) error
-	Queued(ctx context.Context) ([]audit.QueuedRun, error)
+// WithVisitLog keeps what the limits count in the audit database db (audit.Store.SQL), so that
+// it survives a restart: each visitor's runs (under a salted hash, never the address) and the
+// runs waiting in the queue (web/internal/demostate).
+func WithVisitLog(db audit.SQL) Option {
+	return func(s *Server) { s.visitLog = demostate.New(db) }
 }
-
-var _ VisitLog = (*audit.Store)(nil)
-
-// WithVisitLog keeps the per-visitor counts and the queue in v, so that they survive a restart.
-func WithVisitLog(v VisitLog) Option { return func(s *Server) { s.visitLog = v } }
 
 // Limits are the public-run limits. A zero field takes its default (DefaultLimits).
 type Limits struct {
@@ -185,7 +177,7 @@ type Server struct {
 	modelName  string
 	rec        coordinator.Recorder
 	ledger     Ledger
-	visitLog   VisitLog
+	visitLog   *demostate.Log
 	salt       []byte // keys visitor hashes when there is a visit log
 	clock      func() time.Time
 	limits     Limits

@@ -152,7 +152,7 @@ func serveCmd(e *env, args []string) error {
 		web.WithModel(*modelSpec, func() (coordinator.Model, error) { return buildModel(kind, arg, pol) }),
 		web.WithRecorder(store),
 		web.WithLedger(store),
-		web.WithVisitLog(store),
+		web.WithVisitLog(store.SQL()),
 		web.WithRecordedOnly(*recordedOnly || *spend == 0),
 		web.WithLimits(web.Limits{PerVisitor: *perVisitor, DailySpendUSD: *spend, Queue: *queue, Concurrent: *concurrent, RunDeadline: *runTimeout}),
 		web.WithTrustedProxies(trusted...),

@@ -20,7 +20,7 @@ const module = "github.com/browser-agent/browser-agent"
 var layers = map[string]int{
 	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testutil": 0, "internal/wall": 0, "internal/pgtest": 0, "web/internal/genrender": 0,
 	"bridge": 1, "proxy": 1, "audit": 1,
-	"coordinator": 2, "coordinator/browsertest": 2, "internal/testbrowser": 2, "internal/queue": 2,
+	"coordinator": 2, "coordinator/browsertest": 2, "internal/testbrowser": 2, "internal/queue": 2, "web/internal/demostate": 2,
 	"coordinator/offline": 3, "coordinator/openai": 3, "internal/guarded": 3,
 	"web": 4, "internal/mcpserver": 4, "internal/mcpguard": 4, "demo-site": 4, "demo-site/presets": 4,
 	"internal/cli":      5,
