@@ -340,7 +340,7 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest
 		t.Fatalf("POST: got recorded %+v, want a recording of %s because %q", c.Recorded, preset, why)
 	}
 	evs, _ := readEvents(t, base+c.Events, 0)
-	rec, _ := EmbeddedRecordings()
+	rec, _ := LoadRecordings(presets.Recorded())
 	var want Recording
 	for _, r := range rec {
 		if r.Preset == preset {
@@ -371,7 +371,7 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest
 }
 
 func TestEmbeddedRecordings(t *testing.T) {
-	recs, err := EmbeddedRecordings()
+	recs, err := LoadRecordings(presets.Recorded())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 )
 
 // recentRuns is the latest live run of each preset that ended as expected, kept whole in memory
-// and played for that preset from then on, under its own lock. The embedded recordings
+// and played for that preset from then on, under its own lock. The given recordings
 // (Server.recordings) are set once in New and only read.
 type recentRuns struct {
 	mu       sync.Mutex

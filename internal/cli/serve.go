@@ -146,6 +146,7 @@ func serveCmd(e *env, args []string) error {
 	ws, err = web.New(pol,
 		web.WithPresets(presets.All()...),
 		web.WithFieldOrder(presets.FieldOrder...),
+		web.WithRecordings(presets.Recorded()),
 		web.WithQueue(q, store),
 		web.WithLauncher(launch),
 		web.WithPrewarm(warm),
