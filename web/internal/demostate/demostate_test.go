@@ -13,16 +13,23 @@ import (
 
 type Visit = demostate.Visit
 
+// open opens the audit store at dsn (closed when the test ends) and the demo's state in it.
+func open(t *testing.T, dsn string) (*audit.Store, *demostate.Log) {
+	t.Helper()
+	s, err := audit.Open(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, demostate.New(s.SQL())
+}
+
 // TestDemoLimitsSurviveReopen: the salt, the visits and the queue are read back after the store
 // is closed and opened again; visits older than asked are forgotten.
 func TestDemoLimitsSurviveReopen(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "audit.db")
-	s, err := audit.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := demostate.New(s.SQL())
+	s, l := open(t, path)
 	salt, err := l.Salt(ctx)
 	if err != nil || len(salt) != 32 {
 		t.Fatalf("Salt: %x, %v", salt, err)
@@ -47,12 +54,7 @@ func TestDemoLimitsSurviveReopen(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = audit.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	l = demostate.New(s.SQL())
+	_, l = open(t, path)
 	again, err := l.Salt(ctx)
 	if err != nil || !bytes.Equal(again, salt) {
 		t.Errorf("Salt after reopen: got %x, %v; want %x", again, err, salt)
@@ -85,14 +87,8 @@ func TestDemoLimitsSurviveReopen(t *testing.T) {
 // TestPostgres: the same state on PostgreSQL (its own dialect: the salt's table lock, the queue's
 // upsert), the salt kept, a run enqueued twice queued once.
 func TestPostgres(t *testing.T) {
-	url := pgtest.Start(t)
 	ctx := t.Context()
-	s, err := audit.Open(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	l := demostate.New(s.SQL())
+	_, l := open(t, pgtest.Start(t))
 	salt, err := l.Salt(ctx)
 	if err != nil || len(salt) < 16 {
 		t.Fatalf("Salt: %v", err)
