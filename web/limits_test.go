@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -367,35 +365,6 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest
 	do(t, "GET", base+c.URL, "", nil).json(t, &run)
 	if run.Recorded == nil || run.Recorded.Why != why {
 		t.Errorf("GET run: recorded label %+v", run.Recorded)
-	}
-}
-
-func TestEmbeddedRecordings(t *testing.T) {
-	recs, err := LoadRecordings(presets.Recorded())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]Recording{}
-	for _, r := range recs {
-		got[r.Preset] = r
-	}
-	for _, p := range presets.All() {
-		r, ok := got[p.Name]
-		if !ok {
-			t.Errorf("no recorded run of preset %s", p.Name)
-			continue
-		}
-		if r.Result.Status != p.Expect || r.Result.Simulated != p.Simulated {
-			t.Errorf("recorded %s: got %s simulated=%v, want %s simulated=%v", p.Name, r.Result.Status, r.Result.Simulated, p.Expect, p.Simulated)
-		}
-		if !strings.HasPrefix(r.Browser, "Chromium ") {
-			t.Errorf("recorded %s was not driven by Chromium but %q: re-record with the real bridge", p.Name, r.Browser)
-		}
-		for _, m := range r.Timeline {
-			if m.Frame != nil && !bytes.HasPrefix(m.Frame, []byte("\x89PNG\r\n\x1a\n")) {
-				t.Errorf("recorded %s: a frame is not a PNG", p.Name)
-			}
-		}
 	}
 }
 
