@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -394,5 +395,18 @@ func TestUnpaidSpendKeepsItsDay(t *testing.T) {
 	}
 	if got := ledger.on("2026-03-02"); got != res.Usage.CostUSD {
 		t.Errorf("the next day's ledger: got $%v, want $%v", got, res.Usage.CostUSD)
+	}
+}
+
+// TestNoRecordingsGiven: the recorded runs are the ones given (WithRecordings), none without: a
+// paused run then ends saying that no recorded run is available.
+func TestNoRecordingsGiven(t *testing.T) {
+	_, ts := newServer(t, WithRecordings(nil), WithRecordedOnly(true), WithPlayback(0, 0))
+	c := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	if c.Recorded == nil || c.Recorded.Preset != "" {
+		t.Errorf("POST: recorded label %+v, want one with no recording", c.Recorded)
+	}
+	if res := waitResult(t, ts.URL, c.ID); !strings.Contains(res.Reason, "no recorded run is available") {
+		t.Errorf("result: %s %q, want the reason that no recorded run is available", res.Status, res.Reason)
 	}
 }

@@ -68,8 +68,8 @@ func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording
 	return rec, true, ok
 }
 
-// recording is the recording of a preset: the latest live run of it (keepRecent), else the
-// embedded one.
+// recording is the recording of a preset: the latest live run of it (keepRecent), else the one
+// given (WithRecordings).
 func (s *Server) recording(preset string) (Recording, bool) {
 	if rec, ok := s.recent.get(preset); ok {
 		return rec, true
