@@ -230,7 +230,7 @@ var migrations = []string{
 	CREATE INDEX runs_status ON runs (status);`,
 
 	// 4: the live demo's limits across restarts: a salt that keys visitor hashes (no address is
-	// stored), each visitor's runs, and the runs waiting in the queue.
+	// stored), each visitor's runs, and the runs waiting in the queue (web/internal/demostate).
 	`CREATE TABLE demo_salt (
 		salt BLOB NOT NULL
 	);

@@ -20,6 +20,16 @@ import (
 	"time"
 )
 
+// begin begins an empty run in s and returns its id.
+func begin(t *testing.T, s *Store) string {
+	t.Helper()
+	id, err := s.BeginRun(context.Background(), Run{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func openTemp(t *testing.T) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state", "audit.db")
@@ -269,10 +279,7 @@ func TestSanitizeStep(t *testing.T) {
 func TestRunReasonBounded(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
-	id, err := s.BeginRun(ctx, Run{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := begin(t, s)
 	reason := "blocked https://h/x?token=SECRET-XYZ"
 	if err := s.FinishRun(ctx, Run{ID: id, Status: "refused", Reason: reason}); err != nil {
 		t.Fatal(err)
@@ -353,10 +360,7 @@ func TestNoSecretsOnDisk(t *testing.T) {
 func TestConcurrentAddStep(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
-	id, err := s.BeginRun(ctx, Run{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := begin(t, s)
 	const workers, each = 8, 25
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
@@ -448,10 +452,7 @@ func TestNotFound(t *testing.T) {
 func TestAddStepRefusesBadInput(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
-	id, err := s.BeginRun(ctx, Run{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := begin(t, s)
 	tests := []struct {
 		name string
 		st   Step

@@ -12,5 +12,7 @@
 // Key types: Store (Open, DefaultPath; BeginRun, AddStep, FinishRun, and for a queued run's
 // once-only begin and end ErrStarted, FinishRunOnce and InterruptRun; Runs, the spend ledger,
 // Check and RecoverCrashed after a crash), Run and Step (the rows), WriteError (a store that
-// cannot be written, saying what to do) and SchemaError.
+// cannot be written, saying what to do) and SchemaError; SQL (Store.SQL), the database in the
+// store's dialect for a package's own tables: the live demo's visit log (web/internal/demostate),
+// whose tables' schema is in this package's migration history.
 package audit

@@ -157,10 +157,7 @@ func TestWriteErrorFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	id, err := s.BeginRun(ctx, Run{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := begin(t, s)
 	testutil.FillDisk(t, dir)
 	long := strings.Repeat("r", MaxReasonLen)
 	var werr error

@@ -3,7 +3,7 @@ package demosite
 import "html/template"
 
 // layout is shared by every page; each page defines "title" and "content". "fields" is a record's
-// fields as the main registry and Registry B both list them.
+// fields (recordFields) as the main registry and Registry B both list them.
 const layout = `{{define "layout"}}<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -26,13 +26,43 @@ nav a { margin-right: 1rem; }
 </body>
 </html>
 {{end}}{{define "fields"}}<dl>
-<dt>Record ID</dt><dd>{{.ID}}</dd>
-<dt>Name</dt><dd>{{.Name}}</dd>
-<dt>Status</dt><dd>{{.Status}}</dd>
-<dt>Region</dt><dd>{{.Region}}</dd>
-<dt>Owner</dt><dd>{{.Owner}}</dd>
-<dt>Updated</dt><dd>{{.Updated}}</dd>
-</dl>{{end}}`
+{{range fields .}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>
+{{end}}</dl>{{end}}`
+
+// recordFields is a record's fields as its pages list them ("fields"), in order: the label and the
+// value. presets.FieldOrder is these labels (its test holds them equal).
+var recordFields = []struct {
+	Label string
+	Value func(Record) string
+}{
+	{"Record ID", func(r Record) string { return r.ID }},
+	{"Name", func(r Record) string { return r.Name }},
+	{"Status", func(r Record) string { return r.Status }},
+	{"Region", func(r Record) string { return r.Region }},
+	{"Owner", func(r Record) string { return r.Owner }},
+	{"Updated", func(r Record) string { return r.Updated }},
+}
+
+// FieldLabels returns the labels of a record's fields, in the order its pages list them.
+func FieldLabels() []string {
+	out := make([]string, len(recordFields))
+	for i, f := range recordFields {
+		out[i] = f.Label
+	}
+	return out
+}
+
+// field is one row of a record's field list.
+type field struct{ Label, Value string }
+
+// fieldsOf is the template function "fields": rec's fields in recordFields' order.
+func fieldsOf(rec Record) []field {
+	out := make([]field, len(recordFields))
+	for i, f := range recordFields {
+		out[i] = field{f.Label, f.Value(rec)}
+	}
+	return out
+}
 
 // pageSources maps a page name to its "title" and "content" definitions.
 var pageSources = map[string]string{
@@ -152,7 +182,7 @@ var pageSources = map[string]string{
 
 // pages holds one parsed template per page name, each executed as "layout".
 var pages = func() map[string]*template.Template {
-	base := template.Must(template.New("layout").Parse(layout))
+	base := template.Must(template.New("layout").Funcs(template.FuncMap{"fields": fieldsOf}).Parse(layout))
 	out := make(map[string]*template.Template, len(pageSources))
 	for name, src := range pageSources {
 		out[name] = template.Must(template.Must(base.Clone()).Parse(src))

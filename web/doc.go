@@ -6,7 +6,7 @@
 //
 // It sits near the top, beside internal/mcpserver: it runs the coordinator with a guarded browser
 // per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it
-// and hands it the demo as data (WithPresets, WithFieldOrder: demo-site/presets), so web knows no
+// and hands it the demo as data (WithPresets, WithFieldOrder, WithRecordings: demo-site/presets), so web knows no
 // site (internal/layering holds it to that). The side panel's render.js (the renderer
 // and what the page and the panel share: starting a run, following its events) is generated from
 // static/render.js (go generate ./web).

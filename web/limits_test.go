@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -340,7 +339,7 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest
 		t.Fatalf("POST: got recorded %+v, want a recording of %s because %q", c.Recorded, preset, why)
 	}
 	evs, _ := readEvents(t, base+c.Events, 0)
-	rec, _ := EmbeddedRecordings()
+	rec, _ := LoadRecordings(presets.Recorded())
 	var want Recording
 	for _, r := range rec {
 		if r.Preset == preset {
@@ -370,35 +369,6 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest
 	}
 }
 
-func TestEmbeddedRecordings(t *testing.T) {
-	recs, err := EmbeddedRecordings()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]Recording{}
-	for _, r := range recs {
-		got[r.Preset] = r
-	}
-	for _, p := range presets.All() {
-		r, ok := got[p.Name]
-		if !ok {
-			t.Errorf("no recorded run of preset %s", p.Name)
-			continue
-		}
-		if r.Result.Status != p.Expect || r.Result.Simulated != p.Simulated {
-			t.Errorf("recorded %s: got %s simulated=%v, want %s simulated=%v", p.Name, r.Result.Status, r.Result.Simulated, p.Expect, p.Simulated)
-		}
-		if !strings.HasPrefix(r.Browser, "Chromium ") {
-			t.Errorf("recorded %s was not driven by Chromium but %q: re-record with the real bridge", p.Name, r.Browser)
-		}
-		for _, m := range r.Timeline {
-			if m.Frame != nil && !bytes.HasPrefix(m.Frame, []byte("\x89PNG\r\n\x1a\n")) {
-				t.Errorf("recorded %s: a frame is not a PNG", p.Name)
-			}
-		}
-	}
-}
-
 func TestUnpaidSpendKeepsItsDay(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)}
 	ledger := newLedger()
@@ -425,5 +395,18 @@ func TestUnpaidSpendKeepsItsDay(t *testing.T) {
 	}
 	if got := ledger.on("2026-03-02"); got != res.Usage.CostUSD {
 		t.Errorf("the next day's ledger: got $%v, want $%v", got, res.Usage.CostUSD)
+	}
+}
+
+// TestNoRecordingsGiven: the recorded runs are the ones given (WithRecordings), none without: a
+// paused run then ends saying that no recorded run is available.
+func TestNoRecordingsGiven(t *testing.T) {
+	_, ts := newServer(t, WithRecordings(nil), WithRecordedOnly(true), WithPlayback(0, 0))
+	c := startRun(t, ts.URL, `{"preset":"lookup"}`, nil)
+	if c.Recorded == nil || c.Recorded.Preset != "" {
+		t.Errorf("POST: recorded label %+v, want one with no recording", c.Recorded)
+	}
+	if res := waitResult(t, ts.URL, c.ID); !strings.Contains(res.Reason, "no recorded run is available") {
+		t.Errorf("result: %s %q, want the reason that no recorded run is available", res.Status, res.Reason)
 	}
 }

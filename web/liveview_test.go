@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // lookupRecording is the embedded recording of the lookup preset.
 func lookupRecording(t *testing.T) Recording {
 	t.Helper()
-	recs, err := EmbeddedRecordings()
+	recs, err := LoadRecordings(presets.Recorded())
 	if err != nil {
 		t.Fatal(err)
 	}

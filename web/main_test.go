@@ -188,6 +188,7 @@ func withDemo() Option {
 	return func(s *Server) {
 		WithPresets(presets.All()...)(s)
 		WithFieldOrder(presets.FieldOrder...)(s)
+		WithRecordings(presets.Recorded())(s)
 	}
 }
 

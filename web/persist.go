@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/web/internal/demostate"
 )
 
 // WhyRestarted ends a run that was waiting in the queue when the server stopped.
@@ -23,7 +23,7 @@ func (s *Server) restore() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	salt, err := s.visitLog.DemoSalt(ctx)
+	salt, err := s.visitLog.Salt(ctx)
 	if err != nil {
 		return err
 	}
@@ -64,11 +64,11 @@ func (s *Server) persistAdmission(r *run, at time.Time, live, queued bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.visitLog.AddVisit(ctx, audit.Visit{Visitor: r.visitor, At: at, Live: live}); err != nil {
+	if err := s.visitLog.AddVisit(ctx, demostate.Visit{Visitor: r.visitor, At: at, Live: live}); err != nil {
 		s.logf("web: visit log: %v", err)
 	}
 	if queued {
-		if err := s.visitLog.Enqueue(ctx, audit.QueuedRun{ID: r.id, Visitor: r.visitor, Preset: r.snapshot().Preset, QueuedAt: at}); err != nil {
+		if err := s.visitLog.Enqueue(ctx, demostate.QueuedRun{ID: r.id, Visitor: r.visitor, Preset: r.snapshot().Preset, QueuedAt: at}); err != nil {
 			s.logf("web: visit log: %v", err)
 		}
 	}

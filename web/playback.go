@@ -8,7 +8,7 @@ import (
 )
 
 // recentRuns is the latest live run of each preset that ended as expected, kept whole in memory
-// and played for that preset from then on, under its own lock. The embedded recordings
+// and played for that preset from then on, under its own lock. The given recordings
 // (Server.recordings) are set once in New and only read.
 type recentRuns struct {
 	mu       sync.Mutex
@@ -68,8 +68,8 @@ func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording
 	return rec, true, ok
 }
 
-// recording is the recording of a preset: the latest live run of it (keepRecent), else the
-// embedded one.
+// recording is the recording of a preset: the latest live run of it (keepRecent), else the one
+// given (WithRecordings).
 func (s *Server) recording(preset string) (Recording, bool) {
 	if rec, ok := s.recent.get(preset); ok {
 		return rec, true

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,9 +61,6 @@ func (r Recording) Validate() error {
 	return nil
 }
 
-//go:embed recorded
-var recordedFS embed.FS
-
 // ofPreset checks that r is a recording of one of ps: the preset it names, with its task.
 func (r Recording) ofPreset(ps []coordinator.Preset) error {
 	for _, p := range ps {
@@ -77,15 +73,6 @@ func (r Recording) ofPreset(ps []coordinator.Preset) error {
 		return nil
 	}
 	return fmt.Errorf("unknown preset %q", r.Preset)
-}
-
-// EmbeddedRecordings returns the recorded runs shipped in the binary (web/recorded/*.json).
-func EmbeddedRecordings() ([]Recording, error) {
-	sub, err := fs.Sub(recordedFS, "recorded")
-	if err != nil {
-		return nil, err
-	}
-	return LoadRecordings(sub)
 }
 
 // LoadRecordings reads and validates every *.json file at the top of fsys.

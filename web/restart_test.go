@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/web/internal/demostate"
 )
 
 // TestRestartKeepsCounts: a visitor's live runs, the spend ledger and the queue are in the audit
@@ -21,7 +22,7 @@ func TestRestartKeepsCounts(t *testing.T) {
 	}
 	defer store.Close()
 	g := newGate()
-	s1, err := New(testPol, withDemo(), WithLauncher(g.launch), WithModel("offline", offlineModel), WithLedger(store), WithVisitLog(store),
+	s1, err := New(testPol, withDemo(), WithLauncher(g.launch), WithModel("offline", offlineModel), WithLedger(store), WithVisitLog(store.SQL()),
 		WithLimits(Limits{Queue: 1}))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestRestartKeepsCounts(t *testing.T) {
 		t.Fatalf("fourth run: state %s, want queued", waiting.State)
 	}
 
-	_, ts2 := newServer(t, WithLedger(store), WithVisitLog(store), WithPlayback(0, 0))
+	_, ts2 := newServer(t, WithLedger(store), WithVisitLog(store.SQL()), WithPlayback(0, 0))
 	var h HealthJSON
 	do(t, "GET", ts2.URL+"/api/health", "", nil).json(t, &h)
 	if h.RunsLeft != 1 {
@@ -70,7 +71,7 @@ func TestRestartKeepsCounts(t *testing.T) {
 	s1.Close()
 
 	// No address is stored: every visitor in the log is a 32-hex hash, none the address.
-	vs, err := store.VisitsSince(t.Context(), time.Time{})
+	vs, err := demostate.New(store.SQL()).VisitsSince(t.Context(), time.Time{})
 	if err != nil || len(vs) == 0 {
 		t.Fatalf("visits: %v, %v", vs, err)
 	}

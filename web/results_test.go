@@ -9,12 +9,13 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/demo-site/presets"
 )
 
 // TestRecordedOutcome: the final step of a recorded run shows how the run ended (the step's
 // Outcome, coordinator/step_test.go).
 func TestRecordedOutcome(t *testing.T) {
-	recs, err := EmbeddedRecordings()
+	recs, err := LoadRecordings(presets.Recorded())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/web/internal/demostate"
 )
 
 // Ledger is the daily model-spend ledger; *audit.Store is one.
@@ -24,21 +26,12 @@ type Ledger interface {
 
 var _ Ledger = (*audit.Store)(nil)
 
-// VisitLog keeps what the limits count across restarts: each visitor's runs (under a salted hash,
-// never the address) and the runs waiting in the queue. *audit.Store is one.
-type VisitLog interface {
-	DemoSalt(ctx context.Context) ([]byte, error)
-	AddVisit(ctx context.Context, v audit.Visit) error
-	VisitsSince(ctx context.Context, since time.Time) ([]audit.Visit, error)
-	Enqueue(ctx context.Context, q audit.QueuedRun) error
-	Dequeue(ctx context.Context, id string) error
-	Queued(ctx context.Context) ([]audit.QueuedRun, error)
+// WithVisitLog keeps what the limits count in the audit database db (audit.Store.SQL), so that
+// it survives a restart: each visitor's runs (under a salted hash, never the address) and the
+// runs waiting in the queue (web/internal/demostate).
+func WithVisitLog(db audit.SQL) Option {
+	return func(s *Server) { s.visitLog = demostate.New(db) }
 }
-
-var _ VisitLog = (*audit.Store)(nil)
-
-// WithVisitLog keeps the per-visitor counts and the queue in v, so that they survive a restart.
-func WithVisitLog(v VisitLog) Option { return func(s *Server) { s.visitLog = v } }
 
 // Limits are the public-run limits. A zero field takes its default (DefaultLimits).
 type Limits struct {
@@ -145,15 +138,10 @@ func WithFieldOrder(labels ...string) Option {
 	return func(s *Server) { s.fieldOrder = append([]string(nil), labels...) }
 }
 
-// WithRecordings sets the recorded runs played instead of live ones (default: the embedded ones).
-func WithRecordings(recs []Recording) Option {
-	return func(s *Server) {
-		s.recordings = map[string]Recording{}
-		for _, r := range recs {
-			s.recordings[r.Preset] = r
-		}
-	}
-}
+// WithRecordings sets the recorded runs played instead of live ones: the *.json files at the top
+// of fsys (LoadRecordings), each of a preset (the demo's: presets.Recorded). Without it there are
+// none.
+func WithRecordings(fsys fs.FS) Option { return func(s *Server) { s.recordingsFS = fsys } }
 
 // WithPlayback sets how a recorded run is paced: speed multiplies its recorded gaps (0 plays it at
 // once) and no gap is longer than maxGap. Default 1 and 1.5 s.
@@ -185,7 +173,7 @@ type Server struct {
 	modelName  string
 	rec        coordinator.Recorder
 	ledger     Ledger
-	visitLog   VisitLog
+	visitLog   *demostate.Log
 	salt       []byte // keys visitor hashes when there is a visit log
 	clock      func() time.Time
 	limits     Limits
@@ -194,9 +182,11 @@ type Server struct {
 	offered    []coordinator.Preset
 	fieldOrder []string
 	recordings map[string]Recording
-	speed      float64
-	maxGap     time.Duration
-	frames     bool
+	// recordingsFS holds the recordings until New loads them (WithRecordings).
+	recordingsFS fs.FS
+	speed        float64
+	maxGap       time.Duration
+	frames       bool
 	// recordedOnly: every run plays a recording (WithRecordedOnly).
 	recordedOnly bool
 	prewarm      bool
@@ -224,7 +214,7 @@ type Server struct {
 	recent  recentRuns // the latest live run of each preset that ended as expected
 }
 
-// New returns a Server for pol. The recorded runs default to the embedded ones.
+// New returns a Server for pol.
 func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 	if pol == nil || len(pol.Sites()) == 0 {
 		return nil, errors.New("web: a policy with at least one site is needed")
@@ -245,12 +235,15 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 	if s.leaseIdle < time.Second || s.leaseMax < s.leaseIdle {
 		return nil, fmt.Errorf("web: a takeover lease needs an idle time of at least 1s and a maximum no shorter (got %v and %v)", s.leaseIdle, s.leaseMax)
 	}
-	if s.recordings == nil {
-		recs, err := EmbeddedRecordings()
+	s.recordings = map[string]Recording{}
+	if s.recordingsFS != nil {
+		recs, err := LoadRecordings(s.recordingsFS)
 		if err != nil {
 			return nil, fmt.Errorf("web: %w", err)
 		}
-		WithRecordings(recs)(s)
+		for _, r := range recs {
+			s.recordings[r.Preset] = r
+		}
 	}
 	for _, r := range s.recordings {
 		if err := r.ofPreset(s.offered); err != nil {

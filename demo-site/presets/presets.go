@@ -1,7 +1,7 @@
-// Package presets holds the demo site's ready-made tasks and the order of its record page's
-// fields: the data the command line hands to its runs and to the web UI (which takes presets as
-// data and knows no site). The records they name and the statuses they end with are the demo
-// site's.
+// Package presets holds the demo site's ready-made tasks, the order of its record page's fields
+// and the presets' recorded real runs (Recorded): the data the command line hands to its runs and
+// to the web UI (which takes them as data and knows no site). The records they name and the
+// statuses they end with are the demo site's.
 package presets
 
 import (

@@ -71,13 +71,10 @@ func auditCmd(e *env, args []string) error {
 			return err
 		}
 		if *asJSON {
-			if steps == nil {
-				steps = []audit.Step{}
-			}
 			return encodeJSON(e.stdout, struct {
 				Run   audit.Run    `json:"run"`
 				Steps []audit.Step `json:"steps"`
-			}{run, steps})
+			}{run, orEmpty(steps)})
 		}
 		printRun(e.stdout, run)
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -92,12 +89,9 @@ func auditCmd(e *env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		if runs == nil {
-			runs = []audit.Run{}
-		}
 		return encodeJSON(e.stdout, struct {
 			Runs []audit.Run `json:"runs"`
-		}{runs})
+		}{orEmpty(runs)})
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(e.stdout, "no runs recorded")
@@ -120,9 +114,7 @@ func auditCheck(e *env, store *audit.Store, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		if rep.Open == nil {
-			rep.Open, rep.Alive = []audit.Run{}, []bool{}
-		}
+		rep.Open, rep.Alive = orEmpty(rep.Open), orEmpty(rep.Alive)
 		if err := encodeJSON(e.stdout, struct {
 			audit.CheckReport
 			OK bool `json:"ok"`
@@ -173,6 +165,14 @@ func printRun(w io.Writer, r audit.Run) {
 func orDash(s string) string {
 	if s == "" {
 		return "-"
+	}
+	return s
+}
+
+// orEmpty is s, or an empty slice when s is nil: JSON [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
 	return s
 }

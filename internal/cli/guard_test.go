@@ -10,8 +10,7 @@ import (
 // TestGuardUsage: a guard command line that would leave the browser outside the wall, or has no
 // upstream, is a usage error naming what is wrong, and writes nothing (no audit database).
 func TestGuardUsage(t *testing.T) {
-	dir := t.TempDir()
-	db := filepath.Join(dir, "audit.db")
+	_, db := tempDB(t)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -35,4 +34,25 @@ func TestGuardUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMCPWithoutPolicySaysSo: mcp without --policy serves the demo site and says so once on
+// stderr; with a policy file that does not load it is a usage error, without that notice.
+func TestMCPWithoutPolicySaysSo(t *testing.T) {
+	dir, db := tempDB(t)
+	const notice = "browser-agent mcp: no --policy: serving the embedded demo site in-process; the browser can reach only it\n"
+	code, _, errOut := runCLI(t, "mcp", "--db", db)
+	if code != 0 || strings.Count(errOut, notice) != 1 {
+		t.Errorf("mcp without --policy (stdin at its end): got %d, stderr %q; want 0 and the notice once", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "mcp", "--db", db, "--policy", filepath.Join(dir, "missing.yaml"))
+	if code != ExitUsage || strings.Contains(errOut, "no --policy") || !strings.Contains(errOut, "missing.yaml") {
+		t.Errorf("mcp with a missing policy file: got %d, stderr %q; want %d naming the file, no notice", code, errOut, ExitUsage)
+	}
+}
+
+// tempDB returns a new directory and the path of an audit database in it (not created).
+func tempDB(t *testing.T) (dir, db string) {
+	dir = t.TempDir()
+	return dir, filepath.Join(dir, "audit.db")
 }

@@ -72,22 +72,12 @@ func mcpCmd(e *env, args []string) error {
 // serverSetup opens the audit store and loads the policy of a server command (mcp, guard):
 // without a policy file, the embedded demo site is served in-process. done closes both.
 func serverSetup(ctx context.Context, e *env, cmd, dbFile, polFile string) (store *audit.Store, pol *policy.Policy, done func(), err error) {
-	store, err = openStore(e, dbFile)
+	p, err := openPrepared(ctx, e, dbFile, polFile,
+		fmt.Sprintf("browser-agent %s: no --policy: serving the embedded demo site in-process; the browser can reach only it", cmd))
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if polFile == "" {
-		fmt.Fprintf(e.stderr, "browser-agent %s: no --policy: serving the embedded demo site in-process; the browser can reach only it\n", cmd)
-	}
-	pol, stopSite, err := sitePolicy(ctx, e, polFile, "")
-	if err != nil {
-		store.Close()
-		if isLoadError(err) {
-			return nil, nil, nil, &ExitError{Code: ExitUsage, Err: err}
-		}
-		return nil, nil, nil, err
-	}
-	return store, pol, func() { stopSite(); store.Close() }, nil
+	return p.store, p.pol, p.Close, nil
 }
 
 // stderrLogf writes metadata-only log lines to stderr, one printable line each.

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultRecordDir is where "browser-agent record" writes without --out: the files "serve" embeds.
-const DefaultRecordDir = "web/recorded"
+const DefaultRecordDir = "demo-site/presets/recorded"
 
 // recordCmd is "browser-agent record [flags]": run presets with the configured model and write
 // each as a recorded run (result, step timeline, frames) for "serve" to play when live runs are

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -345,17 +344,9 @@ func printJSON(w io.Writer, res coordinator.Result) error {
 	out := runJSON{
 		RunID: res.RunID, Status: res.Status, Reason: res.Reason, Note: res.Note, RecordID: res.RecordID, Preset: res.Preset,
 		Answer: res.Answer, Conflicts: res.Conflicts, Model: res.Model, Simulated: res.Simulated, Usage: res.Usage,
-		Evidence: res.Evidence, Steps: res.Steps,
+		Evidence: orEmpty(res.Evidence), Steps: orEmpty(res.Steps),
 	}
-	if out.Evidence == nil {
-		out.Evidence = []coordinator.Evidence{}
-	}
-	if out.Steps == nil {
-		out.Steps = []coordinator.Step{}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	return encodeJSON(w, out)
 }
 
 // printSummary writes the result for a person.

@@ -71,8 +71,8 @@ func isLoadError(err error) bool {
 	return errors.As(err, &le)
 }
 
-// prepared is what serve and record share: the audit store and the policy (with the demo site
-// started when there is no policy file), with the model already checked against the policy.
+// prepared is what serve, record, mcp and guard share: the audit store and the policy (with the
+// demo site started when there is no policy file); prepare has also checked the model against it.
 type prepared struct {
 	store *audit.Store
 	pol   *policy.Policy
@@ -88,9 +88,26 @@ func (p *prepared) Close() {
 // prepare opens the store and loads the policy, and refuses an unapproved or unreadable model
 // before any run. A bad policy file or model is a usage error.
 func prepare(ctx context.Context, e *env, dbFile, polFile, kind, arg string) (*prepared, error) {
+	p, err := openPrepared(ctx, e, dbFile, polFile, "")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := buildModel(kind, arg, p.pol); err != nil {
+		p.Close()
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	}
+	return p, nil
+}
+
+// openPrepared opens the store and loads the policy (a bad policy file is a usage error). Without
+// a policy file it starts the demo site, printing notice (when set) first.
+func openPrepared(ctx context.Context, e *env, dbFile, polFile, notice string) (*prepared, error) {
 	store, err := openStore(e, dbFile)
 	if err != nil {
 		return nil, err
+	}
+	if polFile == "" && notice != "" {
+		fmt.Fprintln(e.stderr, notice)
 	}
 	pol, stopSite, err := sitePolicy(ctx, e, polFile, "")
 	if err != nil {
@@ -100,10 +117,5 @@ func prepare(ctx context.Context, e *env, dbFile, polFile, kind, arg string) (*p
 		}
 		return nil, err
 	}
-	p := &prepared{store: store, pol: pol, stop: stopSite}
-	if _, err := buildModel(kind, arg, pol); err != nil {
-		p.Close()
-		return nil, &ExitError{Code: ExitUsage, Err: err}
-	}
-	return p, nil
+	return &prepared{store: store, pol: pol, stop: stopSite}, nil
 }

@@ -11,12 +11,14 @@
 //	   bridge/internal/genreader (writes the reader's constants file)
 //	2  coordinator (the run: tools, checks, evidence; a Browser interface, not the bridge's
 //	   Session), coordinator/browsertest, internal/testbrowser, internal/queue (the run queue on
-//	   River, on the audit store's database)
+//	   River, on the audit store's database), web/internal/demostate (the live demo's visit log,
+//	   in the audit store's database)
 //	3  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
 //	   behind its own egress proxy)
 //	4  the servers, web (serve) and internal/mcpserver, internal/mcpguard (MCP), and, beside them at
 //	   the edge, the demo: demo-site and demo-site/presets, which no server imports
-//	5  internal/cli (every subcommand; it hands the demo's presets and policy to web)
+//	5  internal/cli (every subcommand; it hands the demo's presets, recorded
+//	   runs and policy to web)
 //	6  the commands (cmd/...), bench, tests/..., examples/wiki; 7 examples/wiki/cmd/wiki
 //
 // ARCHITECTURE.md at the root walks a run through these packages.

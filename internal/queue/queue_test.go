@@ -13,15 +13,24 @@ import (
 	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
+// openStore opens an audit store in a file of its own (closed when the test ends) and returns
+// it and the file's path.
+func openStore(t *testing.T) (*audit.Store, string) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "audit.db")
+	store, err := audit.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store, db
+}
+
 // TestRecorderOnce: the first attempt begins the run's row; an attempt after it cannot begin it
 // (audit.ErrStarted), ends it interrupted if it is still running, and leaves an ended run as it is.
 func TestRecorderOnce(t *testing.T) {
 	ctx := context.Background()
-	store, err := audit.Open(filepath.Join(t.TempDir(), "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store, _ := openStore(t)
 	job := queue.Job{RunID: "run-once-1"}
 	first := queue.NewRecorder(store, job)
 	if id, err := first.BeginRun(ctx, audit.Run{ID: "ignored", RecordID: "SYN-0042"}); err != nil || id != job.RunID {
@@ -68,12 +77,7 @@ func TestRecorderOnce(t *testing.T) {
 // of an embedded queue, and Stop waits for them.
 func TestQueueWorksEachJob(t *testing.T) {
 	ctx := context.Background()
-	db := filepath.Join(t.TempDir(), "audit.db")
-	store, err := audit.Open(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	_, db := openStore(t) // the audit file the queue shares, as in serve
 	var mu sync.Mutex
 	seen := map[string]int{}
 	q, err := queue.Open(ctx, queue.Config{DB: db, Workers: 3, RunTimeout: time.Minute, Exec: func(ctx context.Context, j queue.Job, attempt int) error {
@@ -122,11 +126,7 @@ func TestQueueWorksEachJob(t *testing.T) {
 // interrupted once, and a run begun before is left to Settle's rule.
 func TestExpiredJob(t *testing.T) {
 	ctx := context.Background()
-	store, err := audit.Open(filepath.Join(t.TempDir(), "audit.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store, _ := openStore(t)
 	job := queue.Job{RunID: "expired-1", Preset: "lookup", NotAfter: time.Now().Add(-time.Second)}
 	if !job.Expired(time.Now()) || (queue.Job{}).Expired(time.Now()) {
 		t.Fatalf("Expired wrong")
