@@ -20,7 +20,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -193,7 +195,7 @@ func Open(ctx context.Context, cfg Config) (*Queue, error) {
 	// process, and the busy timeout and immediate transactions for the other processes.
 	db.SetMaxOpenConns(1)
 	drv := riversqlite.New(db)
-	if err := migrate(ctx, drv); err != nil {
+	if err := migrateSQLite(ctx, cfg.DB, drv); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("queue: %s: migrate: %w", cfg.DB, err)
 	}
@@ -221,7 +223,7 @@ func migrate[TTx any](ctx context.Context, drv riverdriver.Driver[TTx]) error {
 }
 
 // migrateLock is the PostgreSQL advisory lock that serializes River's migrations when serve and
-// workers start at once (SQLite's immediate transactions serialize them there).
+// workers start at once (migrateSQLite's file lock does it on SQLite).
 const migrateLock = 0x62612d71 // "ba-q"
 
 func migratePG(ctx context.Context, pool *pgxpool.Pool, drv *riverpgxv5.Driver) error {
@@ -234,6 +236,25 @@ func migratePG(ctx context.Context, pool *pgxpool.Pool, drv *riverpgxv5.Driver) 
 		return err
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLock)
+	return migrate(ctx, drv)
+}
+
+// migrateSQLite runs River's migrations on the SQLite file at path while holding an exclusive
+// flock on path+"-migrate.lock": River reads which versions are applied before its transaction
+// takes SQLite's write lock, so serve and a worker starting at once on one file both found
+// version 002 missing and the second failed ("table river_job already exists"; seen with a CPU
+// burner). The lock is a file of its own: closing another descriptor of the database file would
+// drop SQLite's own POSIX locks held by this process.
+func migrateSQLite(ctx context.Context, path string, drv *riversqlite.Driver) error {
+	f, err := os.OpenFile(path+"-migrate.lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return migrate(ctx, drv)
 }
 

@@ -146,3 +146,35 @@ func TestExpiredJob(t *testing.T) {
 		t.Errorf("second Expire changed the row: %+v", r2)
 	}
 }
+
+// TestOpenAtOnce: serve and workers started at once on one SQLite file each run River's
+// migrations; all must open the queue (once, one of them failed with "table river_job already
+// exists": River reads the applied versions before its transaction takes the write lock). Each
+// Open here has its own connection, as a process of its own would.
+func TestOpenAtOnce(t *testing.T) {
+	ctx := context.Background()
+	for round := range 5 {
+		_, db := openStore(t)
+		const n = 6
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				q, err := queue.Open(ctx, queue.Config{DB: db})
+				if err == nil {
+					q.Stop(ctx)
+				}
+				errs[i] = err
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("round %d, open %d of %d at once: %v", round, i, n, err)
+			}
+		}
+	}
+}
