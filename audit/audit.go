@@ -423,16 +423,21 @@ func NewRunID() string {
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-func checkRunID(id string) error {
+// CheckRunID refuses a run ID that is not 1 to 64 of [A-Za-z0-9_-] (ErrInvalid): the IDs of the
+// audit store and of the tables kept beside it.
+func CheckRunID(id string) error {
 	if !runIDPattern.MatchString(id) {
 		return fmt.Errorf("run id must be 1 to 64 of [A-Za-z0-9_-]: %w", ErrInvalid)
 	}
 	return nil
 }
 
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+// FormatTime is t as the audit database stores times (timeLayout): UTC, fixed width, so that text
+// order is time order. The tables kept beside the store's (web/internal/demostate) use it too.
+func FormatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
-func parseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
+// ParseTime reads a time FormatTime wrote.
+func ParseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 
 // runColumns are the runs columns in scan order.
 var runColumns = []string{
@@ -481,7 +486,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	if r.ID == "" {
 		r.ID = NewRunID()
 	}
-	if err := checkRunID(r.ID); err != nil {
+	if err := CheckRunID(r.ID); err != nil {
 		return "", fmt.Errorf("audit: begin run: %w", err)
 	}
 	if err := checkCounts(r); err != nil {
@@ -499,7 +504,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	r = cleanRun(r)
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
-		r.ID, formatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
+		r.ID, FormatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
 		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, boolInt(r.Simulated), r.PID, r.ProcStart, r.Kind, r.Client, r.Wall)
 	if err != nil {
 		if isUnique(err) {
@@ -516,7 +521,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 // AddStep records one step of a run, sanitized as by Sanitize. The run must exist. Layer must be one
 // of the Layer* constants.
 func (s *Store) AddStep(ctx context.Context, st Step) error {
-	if err := checkRunID(st.RunID); err != nil {
+	if err := CheckRunID(st.RunID); err != nil {
 		return fmt.Errorf("audit: add step: %w", err)
 	}
 	switch st.Layer {
@@ -532,7 +537,7 @@ func (s *Store) AddStep(ctx context.Context, st Step) error {
 	q := "INSERT INTO steps (" + strings.Join(stepColumns, ", ") + ") VALUES (" + placeholders(len(stepColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		c.RunID, c.N, c.Tool, c.Origin, c.Path, c.Verdict.String(), c.Rule, c.Reason,
-		c.Layer, c.Duration.Milliseconds(), c.BytesReturned, formatTime(time.Now()))
+		c.Layer, c.Duration.Milliseconds(), c.BytesReturned, FormatTime(time.Now()))
 	if err != nil {
 		if isForeignKey(err) {
 			return fmt.Errorf("audit: add step %s/%d: %w", st.RunID, st.N, ErrNotFound)
@@ -574,7 +579,7 @@ func (s *Store) FinishRunOnce(ctx context.Context, r Run) error { return s.finis
 // InterruptRun ends run id as StatusInterrupted with reason, as RecoverCrashed does, if it is still
 // running: ended reports whether this call ended it. A missing run gives ErrNotFound.
 func (s *Store) InterruptRun(ctx context.Context, id, reason string) (ended bool, err error) {
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return false, fmt.Errorf("audit: interrupt run: %w", err)
 	}
 	res, err := s.interrupt(ctx, id, reason)
@@ -591,7 +596,7 @@ func (s *Store) InterruptRun(ctx context.Context, id, reason string) (ended bool
 }
 
 func (s *Store) finishRun(ctx context.Context, r Run, once bool) error {
-	if err := checkRunID(r.ID); err != nil {
+	if err := CheckRunID(r.ID); err != nil {
 		return fmt.Errorf("audit: finish run: %w", err)
 	}
 	if err := checkCounts(r); err != nil {
@@ -608,7 +613,7 @@ func (s *Store) finishRun(ctx context.Context, r Run, once bool) error {
 	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = "+greatest+"(%s, ?), %s = COALESCE(NULLIF(?, ''), %s) WHERE %s = ?",
 		FieldFinishedAt, FieldStatus, FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens,
 		FieldCostUSD, FieldSimulated, FieldSimulated, FieldWall, FieldWall, FieldID)
-	args := []any{formatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
+	args := []any{FormatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
 		r.CostUSD, boolInt(r.Simulated), r.Wall, r.ID}
 	if once {
 		q += fmt.Sprintf(" AND %s = ?", FieldStatus)
@@ -653,11 +658,11 @@ func scanRun(sc scanner) (Run, error) {
 		return Run{}, err
 	}
 	var err error
-	if r.StartedAt, err = parseTime(started); err != nil {
+	if r.StartedAt, err = ParseTime(started); err != nil {
 		return Run{}, fmt.Errorf("run %s: %s: %w", r.ID, FieldStartedAt, err)
 	}
 	if finished.Valid {
-		if r.FinishedAt, err = parseTime(finished.String); err != nil {
+		if r.FinishedAt, err = ParseTime(finished.String); err != nil {
 			return Run{}, fmt.Errorf("run %s: %s: %w", r.ID, FieldFinishedAt, err)
 		}
 	}
@@ -699,7 +704,7 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
 
 // Run returns one run and its steps in order. A missing run gives ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
-	if checkRunID(id) != nil {
+	if CheckRunID(id) != nil {
 		return Run{}, nil, fmt.Errorf("audit: run %q: %w", policy.Cut(id, 64), ErrNotFound)
 	}
 	q := fmt.Sprintf("SELECT %s FROM runs WHERE %s = ?", strings.Join(runColumns, ", "), FieldID)
@@ -729,7 +734,7 @@ func (s *Store) Run(ctx context.Context, id string) (Run, []Step, error) {
 			return Run{}, nil, fmt.Errorf("audit: run %s: steps: %w", id, err)
 		}
 		if at != "" { // steps written before schema 3 have no time
-			st.RecordedAt, _ = parseTime(at)
+			st.RecordedAt, _ = ParseTime(at)
 		}
 		st.N, st.BytesReturned, st.Duration = int(n), int(b), time.Duration(ms)*time.Millisecond
 		st.Verdict = policy.ParseVerdict(verdict)

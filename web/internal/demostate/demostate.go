@@ -6,18 +6,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/policy"
 )
-
-// timeLayout is the demo tables' time format, the audit store's: UTC with a fixed width, so that
-// text order is time order (existing databases hold it).
-const timeLayout = "2006-01-02T15:04:05.000000000Z"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 // Log is the demo's state in the audit database db.
 type Log struct{ db audit.SQL }
@@ -79,7 +72,7 @@ func (l *Log) AddVisit(ctx context.Context, v Visit) error {
 	if v.Live {
 		live = 1
 	}
-	_, err := l.db.ExecContext(ctx, "INSERT INTO demo_visits (visitor, at, live) VALUES (?, ?, ?)", v.Visitor, formatTime(v.At), live)
+	_, err := l.db.ExecContext(ctx, "INSERT INTO demo_visits (visitor, at, live) VALUES (?, ?, ?)", v.Visitor, audit.FormatTime(v.At), live)
 	if err != nil {
 		return fmt.Errorf("audit: add visit: %w", err)
 	}
@@ -88,11 +81,11 @@ func (l *Log) AddVisit(ctx context.Context, v Visit) error {
 
 // VisitsSince returns the visits at or after since, oldest first, and forgets older ones.
 func (l *Log) VisitsSince(ctx context.Context, since time.Time) ([]Visit, error) {
-	if _, err := l.db.ExecContext(ctx, "DELETE FROM demo_visits WHERE at < ?", formatTime(since)); err != nil {
+	if _, err := l.db.ExecContext(ctx, "DELETE FROM demo_visits WHERE at < ?", audit.FormatTime(since)); err != nil {
 		return nil, fmt.Errorf("audit: visits: %w", err)
 	}
 	return query(ctx, l.db, "audit: visits", "SELECT visitor, at, live FROM demo_visits WHERE at >= ? ORDER BY at",
-		[]any{formatTime(since)}, func(rows *sql.Rows, v *Visit, at *string) error { return rows.Scan(&v.Visitor, at, &v.Live) },
+		[]any{audit.FormatTime(since)}, func(rows *sql.Rows, v *Visit, at *string) error { return rows.Scan(&v.Visitor, at, &v.Live) },
 		func(v *Visit, at time.Time) { v.At = at })
 }
 
@@ -104,12 +97,10 @@ type QueuedRun struct {
 	QueuedAt time.Time
 }
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // Enqueue records a run waiting for the live slot.
 func (l *Log) Enqueue(ctx context.Context, q QueuedRun) error {
-	if !runIDPattern.MatchString(q.ID) {
-		return fmt.Errorf("audit: enqueue: run id must be 1 to 64 of [A-Za-z0-9_-]: %w", audit.ErrInvalid)
+	if err := audit.CheckRunID(q.ID); err != nil {
+		return fmt.Errorf("audit: enqueue: %w", err)
 	}
 	q2 := "INSERT OR REPLACE INTO demo_queue (id, visitor, preset, queued_at) VALUES (?, ?, ?, ?)"
 	if l.db.Postgres() {
@@ -117,7 +108,7 @@ func (l *Log) Enqueue(ctx context.Context, q QueuedRun) error {
 			ON CONFLICT (id) DO UPDATE SET visitor = EXCLUDED.visitor, preset = EXCLUDED.preset, queued_at = EXCLUDED.queued_at`
 	}
 	_, err := l.db.ExecContext(ctx, q2,
-		q.ID, q.Visitor, policy.Cut(q.Preset, 64), formatTime(q.QueuedAt))
+		q.ID, q.Visitor, policy.Cut(q.Preset, 64), audit.FormatTime(q.QueuedAt))
 	if err != nil {
 		return fmt.Errorf("audit: enqueue %s: %w", q.ID, err)
 	}
@@ -157,7 +148,7 @@ func query[T any](ctx context.Context, db audit.SQL, op, q string, args []any,
 		if err := scan(rows, &r, &at); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		t, err := time.Parse(timeLayout, at)
+		t, err := audit.ParseTime(at)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
