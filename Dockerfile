@@ -3,9 +3,9 @@
 #
 # It installs what scripts/setup installs, from the same places (Debian packages, the npm registry,
 # the Go module proxy), and no browser is downloaded:
-#   scripts/setup step 1  apt-get install chromium   -> run stage: chromium (+ fonts-liberation, which
-#                                                      setup gets through chromium's Recommends; the
-#                                                      live view's screenshots need a font)
+#   scripts/setup step 1  apt-get install            -> run stage: chromium-headless-shell (+ fonts-liberation,
+#                         chromium-headless-shell       which setup gets through chromium-common's
+#                                                      Recommends; pages need a font to be drawn)
 #   scripts/setup step 2  npm ci in driver/          -> driver stage: npm ci of driver/package-lock.json
 #   scripts/setup step 3  driver/package, driver/node -> run stage: the same two links
 #   scripts/setup step 4  pageError.location guard   -> driver stage: the same sed
@@ -41,11 +41,11 @@ RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error \
            node_modules/playwright-core/lib/coreBundle.js \
  && ! grep -q 'pageError\.location\.\(url\|lineNumber\|columnNumber\)' node_modules/playwright-core/lib/coreBundle.js
 
-# --- run: Debian slim with Debian's chromium ---
+# --- run: Debian slim with Debian's chromium-headless-shell ---
 FROM debian:bookworm-slim
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      chromium fonts-liberation ca-certificates curl \
+      chromium-headless-shell fonts-liberation ca-certificates curl \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=driver /usr/local/bin/node /usr/local/bin/node
 COPY --from=driver /driver/node_modules /usr/lib/browser-agent/driver/node_modules
@@ -58,7 +58,7 @@ RUN useradd --create-home --uid 10001 agent \
 USER agent
 WORKDIR /home/agent
 ENV BROWSER_AGENT_DRIVER_DIR=/usr/lib/browser-agent/driver \
-    BROWSER_AGENT_CHROMIUM=/usr/bin/chromium \
+    BROWSER_AGENT_CHROMIUM=/usr/bin/chromium-headless-shell \
     BROWSER_AGENT_DB=/home/agent/.local/state/browser-agent/audit.db
 VOLUME ["/home/agent/.local/state/browser-agent"]
 EXPOSE 8080

@@ -30,6 +30,7 @@ var launchArgs = []string{
 	"--use-mock-keychain",
 	"--disable-default-apps",
 	"--deny-permission-prompts",
+	"--site-per-process",
 }
 
 // browserProc is the session's Chromium as a process: its fresh profile, how it is started

@@ -218,6 +218,42 @@ func TestSetupErrors(t *testing.T) {
 	})
 }
 
+// TestChromiumOrder checks which binary a run gets when nothing names one: the headless shell,
+// else the full chromium; with neither, an error naming both places and scripts/setup. A named
+// binary is used or refused, never replaced by a default.
+func TestChromiumOrder(t *testing.T) {
+	dir := t.TempDir()
+	shell, full := filepath.Join(dir, "chromium-headless-shell"), filepath.Join(dir, "chromium")
+	saved := chromiumCandidates
+	t.Cleanup(func() { chromiumCandidates = saved })
+	chromiumCandidates = []string{shell, full}
+	t.Setenv(EnvChromium, "")
+	exe := func(p string) {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := findChromium(""); !errors.Is(err, ErrSetup) || !strings.Contains(err.Error(), shell) || !strings.Contains(err.Error(), full) {
+		t.Errorf("neither installed: %v, want ErrSetup naming both", err)
+	}
+	exe(full)
+	if got, err := findChromium(""); got != full || err != nil {
+		t.Errorf("only the full chromium: %q, %v", got, err)
+	}
+	exe(shell)
+	if got, err := findChromium(""); got != shell || err != nil {
+		t.Errorf("both: %q, %v, want the headless shell", got, err)
+	}
+	missing := filepath.Join(dir, "other")
+	t.Setenv(EnvChromium, missing)
+	if got, err := findChromium(""); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("a missing named binary: %q, %v, want an error naming it", got, err)
+	}
+	if got, err := findChromium(full); got != full || err != nil {
+		t.Errorf("the option: %q, %v", got, err)
+	}
+}
+
 // TestIsDescendant checks the ancestry test behind "the bridge only drives a browser it
 // launched": a child of this process is one, init and an unrelated process are not.
 func TestIsDescendant(t *testing.T) {

@@ -20,8 +20,18 @@ const (
 	DefaultLinkCap           = 500
 	DefaultFieldCap          = 500
 	DefaultSettle            = 150 * time.Millisecond
-	DefaultChromium          = "/usr/bin/chromium"
 	DefaultSystemDriverDir   = "/usr/lib/browser-agent/driver"
+)
+
+// The Chromium binaries tried, in order, when neither WithChromium nor $BROWSER_AGENT_CHROMIUM
+// names one.
+const (
+	// DefaultChromium is Debian's chromium-headless-shell: the same Chromium, built as the
+	// headless shell Playwright itself uses for headless runs. It draws the same pages for about
+	// two thirds of the full browser's CPU (BENCHMARKS.md, "The browser binary").
+	DefaultChromium = "/usr/bin/chromium-headless-shell"
+	// FallbackChromium is Debian's full chromium, used when the headless shell is not installed.
+	FallbackChromium = "/usr/bin/chromium"
 )
 
 // Environment variables read when the matching Option is not given.
@@ -109,7 +119,7 @@ func defaultConfig() config {
 func WithDriverDir(dir string) Option { return func(c *config) { c.driverDir = dir } }
 
 // WithChromium sets the Chromium binary. Without it the bridge uses $BROWSER_AGENT_CHROMIUM, then
-// /usr/bin/chromium.
+// DefaultChromium, then FallbackChromium.
 func WithChromium(path string) Option { return func(c *config) { c.chromium = path } }
 
 // WithLogf sets the function diagnostic lines go to. Lines never carry page text or bodies.

@@ -88,7 +88,7 @@ const (
 	FixDriver   = "run scripts/setup, set " + EnvDriverDir + "; see browser-agent doctor"
 	FixNode     = "install Node.js 20+, run scripts/setup or set PLAYWRIGHT_NODEJS_PATH; see browser-agent doctor"
 	FixVersion  = "run scripts/setup in its checkout; see browser-agent doctor"
-	FixChromium = "install chromium (scripts/setup) or set " + EnvChromium + "; see browser-agent doctor"
+	FixChromium = "install chromium-headless-shell (scripts/setup) or set " + EnvChromium + "; see browser-agent doctor"
 )
 
 // Unwrap lets errors.Is match ErrSetup and the underlying cause.
@@ -304,19 +304,34 @@ func checkDriverDir(dir string) error {
 	return nil
 }
 
-// findChromium resolves the Chromium binary: the option, $BROWSER_AGENT_CHROMIUM, /usr/bin/chromium.
+// chromiumCandidates are DefaultChromium and FallbackChromium (tests replace them).
+var chromiumCandidates = []string{DefaultChromium, FallbackChromium}
+
+// findChromium resolves the Chromium binary: the option, $BROWSER_AGENT_CHROMIUM, then the first
+// of DefaultChromium and FallbackChromium that is an executable file.
 func findChromium(opt string) (string, error) {
 	path := opt
 	if path == "" {
 		path = os.Getenv(EnvChromium)
 	}
-	if path == "" {
-		path = DefaultChromium
+	if path != "" {
+		if err := checkExecutable(path); err != nil {
+			return "", &SetupError{What: "chromium", Looked: []string{path}, Err: err}
+		}
+		return path, nil
 	}
-	if err := checkExecutable(path); err != nil {
-		return "", &SetupError{What: "chromium", Looked: []string{path}, Err: err}
+	var first error
+	for _, path := range chromiumCandidates {
+		err := checkExecutable(path)
+		if err == nil {
+			return path, nil
+		}
+		if first == nil {
+			first = err
+		}
 	}
-	return path, nil
+	return "", &SetupError{What: "chromium", Looked: chromiumCandidates,
+		Where: "at " + strings.Join(chromiumCandidates, " or "), Err: first}
 }
 
 func checkExecutable(path string) error {
@@ -366,5 +381,5 @@ var _ io.Writer = (*logWriter)(nil)
 func DriverDir() (string, error) { return findDriverDir("") }
 
 // ChromiumPath returns the Chromium binary the bridge would use without WithChromium:
-// $BROWSER_AGENT_CHROMIUM, else /usr/bin/chromium. The error says to run scripts/setup.
+// $BROWSER_AGENT_CHROMIUM, else DefaultChromium, else FallbackChromium. The error says to run scripts/setup.
 func ChromiumPath() (string, error) { return findChromium("") }
