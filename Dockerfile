@@ -58,7 +58,7 @@ RUN useradd --create-home --uid 10001 agent \
 USER agent
 WORKDIR /home/agent
 ENV BROWSER_AGENT_DRIVER_DIR=/usr/lib/browser-agent/driver \
-    BROWSER_AGENT_CHROMIUM=/usr/bin/chromium-headless-shell \
+    BROWSER_AGENT_CHROMIUM=/usr/lib/chromium/chromium-headless-shell \
     BROWSER_AGENT_DB=/home/agent/.local/state/browser-agent/audit.db
 VOLUME ["/home/agent/.local/state/browser-agent"]
 EXPOSE 8080

@@ -28,8 +28,10 @@ const (
 const (
 	// DefaultChromium is Debian's chromium-headless-shell: the same Chromium, built as the
 	// headless shell Playwright itself uses for headless runs. It draws the same pages for about
-	// two thirds of the full browser's CPU (BENCHMARKS.md, "The browser binary").
-	DefaultChromium = "/usr/bin/chromium-headless-shell"
+	// two thirds of the full browser's CPU (BENCHMARKS.md, "The browser binary"). The binary
+	// itself: the package's /usr/bin/chromium-headless-shell is a script that runs it without
+	// exec, which would leave a shell between the driver and the browser.
+	DefaultChromium = "/usr/lib/chromium/chromium-headless-shell"
 	// FallbackChromium is Debian's full chromium, used when the headless shell is not installed.
 	FallbackChromium = "/usr/bin/chromium"
 )

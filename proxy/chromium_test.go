@@ -514,6 +514,8 @@ func TestChromiumBackgroundTraffic(t *testing.T) {
 	launch := func(t *testing.T, opts playwright.BrowserTypeLaunchOptions) {
 		t.Helper()
 		opts.IgnoreDefaultArgs = backgroundFlags
+		// The full browser: the headless shell the runs use makes no request of its own.
+		opts.ExecutablePath = playwright.String(testbrowser.FullChromium())
 		b, err := testbrowser.Launch(pw, opts)
 		if err != nil {
 			t.Fatal(err)

@@ -281,12 +281,13 @@ func TestPageSixRuns(t *testing.T) {
 	shot(t, page, "page-sixth-run-recorded")
 }
 
-// TestSidePanel loads the extension unpacked in headless Chromium, points it at a test server
-// that allows its origin, and runs a preset from the side panel.
+// TestSidePanel loads the extension unpacked in headless Chromium (the full browser: the headless
+// shell loads no extension), points it at a test server that allows its origin, and runs a preset
+// from the side panel.
 func TestSidePanel(t *testing.T) {
 	ext := filepath.Join(repo, "extension")
 	bctx, err := pw.Chromium.LaunchPersistentContext(t.TempDir(), playwright.BrowserTypeLaunchPersistentContextOptions{
-		ExecutablePath:    playwright.String(testbrowser.Chromium()),
+		ExecutablePath:    playwright.String(testbrowser.FullChromium()),
 		Headless:          playwright.Bool(true),
 		ChromiumSandbox:   playwright.Bool(os.Geteuid() != 0),
 		IgnoreDefaultArgs: []string{"--disable-extensions"},

@@ -42,13 +42,18 @@ func DriverDir() string {
 }
 
 // Chromium is the Chromium binary the bridge would use ($BROWSER_AGENT_CHROMIUM, else
-// /usr/bin/chromium); a launch of a missing one fails and says so.
+// bridge.DefaultChromium, else bridge.FallbackChromium); a launch of a missing one fails and says so.
 func Chromium() string {
 	if c, err := bridge.ChromiumPath(); err == nil {
 		return c
 	}
 	return bridge.DefaultChromium
 }
+
+// FullChromium is Debian's full chromium (bridge.FallbackChromium), for the tests of what only the
+// full browser has: extensions (the side panel), and its own background traffic. scripts/setup
+// installs it beside the headless shell; a launch of a missing one fails and says so.
+func FullChromium() string { return bridge.FallbackChromium }
 
 // Run starts the Playwright driver without installing anything. Its own output goes to out
 // (os.Stderr when nil).
@@ -63,10 +68,12 @@ func Run(out io.Writer) (*playwright.Playwright, error) {
 	return pw, nil
 }
 
-// Options completes opts for a headless launch of Chromium(): the executable, headless, and the
-// sandbox unless running as root (where Playwright adds --no-sandbox).
+// Options completes opts for a headless launch of Chromium(): the executable (unless opts names
+// one), headless, and the sandbox unless running as root (where Playwright adds --no-sandbox).
 func Options(opts playwright.BrowserTypeLaunchOptions) playwright.BrowserTypeLaunchOptions {
-	opts.ExecutablePath = playwright.String(Chromium())
+	if opts.ExecutablePath == nil {
+		opts.ExecutablePath = playwright.String(Chromium())
+	}
 	opts.Headless = playwright.Bool(true)
 	if opts.ChromiumSandbox == nil {
 		opts.ChromiumSandbox = playwright.Bool(os.Geteuid() != 0)
@@ -78,7 +85,7 @@ func Options(opts playwright.BrowserTypeLaunchOptions) playwright.BrowserTypeLau
 func Launch(pw *playwright.Playwright, opts playwright.BrowserTypeLaunchOptions) (playwright.Browser, error) {
 	b, err := pw.Chromium.Launch(Options(opts))
 	if err != nil {
-		return nil, fmt.Errorf("launch %s: %w (run scripts/setup)", Chromium(), err)
+		return nil, fmt.Errorf("launch %s: %w (run scripts/setup)", *Options(opts).ExecutablePath, err)
 	}
 	return b, nil
 }

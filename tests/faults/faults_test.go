@@ -78,8 +78,10 @@ func marked(prefix string) []proc {
 }
 
 func isChromium(p proc) bool {
-	// The wall's launcher carries Chromium's arguments too, and its own marker.
-	return strings.Contains(p.cmd, "--user-data-dir=") && !strings.Contains(p.cmd, "--browser-agent-wall=")
+	// The wall's launcher carries Chromium's arguments too, and its own marker; a launcher script
+	// (Debian's /usr/bin wrappers, when BROWSER_AGENT_CHROMIUM names one) carries them after sh.
+	return strings.Contains(p.cmd, "--user-data-dir=") && !strings.Contains(p.cmd, "--browser-agent-wall=") &&
+		!strings.HasPrefix(p.cmd, "/bin/sh ")
 }
 
 // command is the binary with args, its environment marked with mark.
