@@ -102,11 +102,21 @@ func outer(spec string, args []string) int {
 		}
 	}()
 	var sent sync.WaitGroup // what the browser wrote, still on its way to the proxy
-	if ln, err := receiveListener(mine); err == nil {
-		go forward(ln, upstream, &sent)
-	} // else the inner half failed, said why on stderr, and exits
+	accepting := make(chan struct{})
+	ln, lerr := receiveListener(mine)
+	if lerr == nil {
+		go func() { forward(ln, upstream, &sent); close(accepting) }()
+	} else { // the inner half failed, said why on stderr, and exits
+		close(accepting)
+	}
 	mine.Close()
 	err = cmd.Wait()
+	// A connection the browser made just before it exited may still wait in the listener's queue,
+	// not yet accepted (and so not yet counted in sent): accept what is queued, then stop.
+	if lerr == nil {
+		_ = ln.(interface{ SetDeadline(time.Time) error }).SetDeadline(time.Now().Add(acceptDrain))
+	}
+	<-accepting
 	// What the browser wrote before it exited still reaches the proxy, a bounded time.
 	drained := make(chan struct{})
 	go func() { sent.Wait(); close(drained) }()
@@ -158,17 +168,18 @@ func receiveListener(f *os.File) (net.Listener, error) {
 	return net.FileListener(lf)
 }
 
+// acceptDrain is how long the launcher still accepts connections after the browser exited: the
+// ones it made before exiting are already queued, so this bounds a formality.
+const acceptDrain = 100 * time.Millisecond
+
 // forward relays every connection made to ln (inside the namespace) to upstream (outside it):
-// the only way out of the namespace, and only to the run's proxy.
+// the only way out of the namespace, and only to the run's proxy. It returns when ln fails or
+// its deadline (set once the browser exited) passes.
 // sent counts the connections whose bytes towards the proxy are not all relayed yet.
 func forward(ln net.Listener, upstream string, sent *sync.WaitGroup) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
 			return
 		}
 		sent.Add(1)
