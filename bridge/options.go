@@ -77,6 +77,10 @@ type config struct {
 	// lateRemote (tests) skips, outside recheckRemote, the paint changes of out-of-process
 	// frames: "all", or one mode ("off", "foreign", "on"), as if they reached the surface late.
 	lateRemote string
+	// lateFirst (tests): an out-of-process frame's text reaches the surface only after the first
+	// shot of a two-frame proof (outside recheckRemote): its text paint is off for shot A, and
+	// back on before the runs' paint is turned off for shot D.
+	lateFirst bool
 	// fourFrames (benchmarks, tests) proves every read with the four-frame proof, never the
 	// two-frame one (visibility.go).
 	fourFrames bool

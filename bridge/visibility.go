@@ -655,10 +655,27 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 // parent), so a pixel that differs is drawn by a run: A serves as C and as A2. It returns false,
 // having shot nothing it counts, when the runs' paint could not be turned off alone: the page
 // then takes the four-frame proof.
+//
+// An out-of-process frame is the exception to "nothing else differs": its renderer submits its
+// paint to the page's surface on its own schedule, so what it draws may reach the surface between
+// A and D (its first paint, on a busy machine), and every pixel of it would count as a run's
+// (text hidden over it read). A page with such a frame gets a third shot, A2, after the runs'
+// paint is restored, and a pixel counts only where A and A2 agree, as in the four-frame proof.
 func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, counts map[runKey]*tally, shootAll func() ([]image.Image, error)) (bool, error) {
+	late := j.r.cfg.lateFirst && !j.slow
+	if late {
+		if err := j.paintRemote(ctx, readerjs.PaintOff); err != nil {
+			return true, err
+		}
+	}
 	a, err := shootAll()
 	if err != nil {
 		return true, err
+	}
+	if late {
+		if err := j.paintRemote(ctx, readerjs.PaintOn); err != nil {
+			return true, err
+		}
 	}
 	err = j.paint(ctx, readerjs.PaintRuns)
 	var d []image.Image
@@ -675,11 +692,40 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	if err != nil {
 		return true, err
 	}
+	a2 := a
+	if j.anyRemote() {
+		if a2, err = shootAll(); err != nil {
+			return true, err
+		}
+	}
 	j.twos++
 	for i, bd := range bands {
-		countBand(bd, all, j.moverBoxes(), a[i], d[i], a[i], a[i], counts)
+		countBand(bd, all, j.moverBoxes(), a[i], d[i], a[i], a2[i], counts)
 	}
 	return true, nil
+}
+
+// anyRemote says whether a frame laid out is drawn by another renderer than the main frame's.
+func (j *pixelJob) anyRemote() bool {
+	for _, id := range j.order {
+		if j.remote(j.frames[id]) {
+			return true
+		}
+	}
+	return false
+}
+
+// paintRemote sets the text paint of the out-of-process frames only (the lateFirst test hook),
+// and waits for it to be drawn.
+func (j *pixelJob) paintRemote(ctx context.Context, mode string) error {
+	for _, id := range j.order {
+		if j.remote(j.frames[id]) {
+			if _, err := j.r.evalFrame(ctx, j.v, id, readerjs.ModePaint, map[string]any{"paint": mode}); err != nil {
+				return err
+			}
+		}
+	}
+	return sleepCtx(ctx, remoteSlowWait)
 }
 
 // errInexact: turning the runs' paint off changed the paint of something that is not a run.

@@ -490,15 +490,22 @@ func TestVisibilityFailsClosed(t *testing.T) {
 
 // TestVisibilityLatePaint stands in for a busy machine on which an out-of-process frame's new
 // paint reaches the surface after the shots: every paint change of that frame late, or only the
-// one that turns off generated content. Hidden text in the frame stays hidden either way (the
+// one that turns off generated content, or its text drawn only after the first shot (its first
+// paint late: what it draws then must not count as a run's). Hidden text in the frame stays hidden either way (the
 // shot order errs towards hidden), and its visible text is still read (the frame is shot again,
 // waiting longer, when it showed no text).
 func TestVisibilityLatePaint(t *testing.T) {
 	t.Parallel()
 	frame := `<iframe style="width:500px;height:100px" src="{CHILD}"></iframe>`
 	generated := `<style>.g::before{content:"WWWWWWWWWWWW"}</style><div style="position:relative"><span class="g"></span><span style="position:absolute;left:0;top:0;color:transparent">{M}</span></div>`
-	for _, late := range []string{"all", "foreign"} {
-		s := newSession(t, func(c *config) { c.lateRemote = late })
+	for _, late := range []string{"all", "foreign", "first"} {
+		s := newSession(t, func(c *config) {
+			if late == "first" {
+				c.lateFirst = true // the frame's text drawn between the two-frame proof's shots
+			} else {
+				c.lateRemote = late
+			}
+		})
 		for i, c := range []visCase{
 			{name: "visible", child: `<p>{M}</p>`},
 			{name: "overlay", child: overlay},
