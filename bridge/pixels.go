@@ -188,3 +188,24 @@ func abs(x int) int {
 	}
 	return x
 }
+
+// stableShots says whether b shows what a shows: the same size, and no pixel differing by more
+// than pixelStable.
+func stableShots(a, b []image.Image) bool {
+	for i := range a {
+		if a[i].Bounds().Size() != b[i].Bounds().Size() {
+			return false
+		}
+		pa, pb := pixOf(a[i]), pixOf(b[i])
+		W, H := a[i].Bounds().Dx(), a[i].Bounds().Dy()
+		for y := range H {
+			for x := range W {
+				r, g, bl := pa.at(x, y)
+				if diff(r, g, bl, pb.at3(x, y)) > pixelStable {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}

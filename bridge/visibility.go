@@ -695,8 +695,19 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	}
 	a2 := a
 	if j.anyRemote() {
-		if a2, err = shootAll(); err != nil {
-			return true, err
+		// The restore may itself reach the surface late: A2 is shot again, waiting, until it
+		// shows what A showed (at most a2Tries shots). What a frame drew after A stays in every
+		// A2, and its pixels stay unstable, whatever the number of tries.
+		for try := 1; ; try++ {
+			if a2, err = shootAll(); err != nil {
+				return true, err
+			}
+			if try == a2Tries || stableShots(a, a2) {
+				break
+			}
+			if err := sleepCtx(ctx, remoteSlowWait); err != nil {
+				return true, err
+			}
 		}
 	}
 	j.twos++
@@ -705,6 +716,9 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	}
 	return true, nil
 }
+
+// a2Tries bounds the shots of A2 on a page with an out-of-process frame (shootTwo).
+const a2Tries = 3
 
 // anyRemote says whether a frame laid out is drawn by another renderer than the main frame's.
 func (j *pixelJob) anyRemote() bool {

@@ -114,7 +114,9 @@ func outer(spec string, args []string) int {
 	// A connection the browser made just before it exited may still wait in the listener's queue,
 	// not yet accepted (and so not yet counted in sent): accept what is queued, then stop.
 	if lerr == nil {
-		_ = ln.(interface{ SetDeadline(time.Time) error }).SetDeadline(time.Now().Add(acceptDrain))
+		if d, ok := ln.(interface{ SetDeadline(time.Time) error }); !ok || d.SetDeadline(time.Now().Add(acceptDrain)) != nil {
+			ln.Close() // no deadline: stop accepting now
+		}
 	}
 	<-accepting
 	// What the browser wrote before it exited still reaches the proxy, a bounded time.
