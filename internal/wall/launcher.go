@@ -112,13 +112,14 @@ func outer(spec string, args []string) int {
 	mine.Close()
 	err = cmd.Wait()
 	// A connection the browser made just before it exited may still wait in the listener's queue,
-	// not yet accepted (and so not yet counted in sent): accept what is queued, then stop.
+	// not yet accepted (and so not yet counted in sent): stop forward, then accept what is queued.
 	if lerr == nil {
-		if d, ok := ln.(interface{ SetDeadline(time.Time) error }); !ok || d.SetDeadline(time.Now().Add(acceptDrain)) != nil {
-			ln.Close() // no deadline: stop accepting now
-		}
+		tl := ln.(*net.TCPListener) // receiveListener's socket is a TCP one (listen)
+		_ = tl.SetDeadline(time.Unix(1, 0))
+		<-accepting
+		drainQueued(tl, upstream, &sent)
+		tl.Close()
 	}
-	<-accepting
 	// What the browser wrote before it exited still reaches the proxy, a bounded time.
 	drained := make(chan struct{})
 	go func() { sent.Wait(); close(drained) }()
@@ -170,13 +171,35 @@ func receiveListener(f *os.File) (net.Listener, error) {
 	return net.FileListener(lf)
 }
 
-// acceptDrain is how long the launcher still accepts connections after the browser exited: the
-// ones it made before exiting are already queued, so this bounds a formality.
-const acceptDrain = 100 * time.Millisecond
+// drainQueued relays the connections still queued on ln, without waiting: the browser has
+// exited, so every connection it made is queued already (accept on the non-blocking socket until
+// it has none).
+func drainQueued(ln *net.TCPListener, upstream string, sent *sync.WaitGroup) {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		for {
+			nfd, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC)
+			if err != nil {
+				return // EAGAIN: the queue is empty
+			}
+			f := os.NewFile(uintptr(nfd), "queued")
+			c, err := net.FileConn(f)
+			f.Close()
+			if err != nil {
+				continue
+			}
+			sent.Add(1)
+			go relay(c, upstream, sent.Done)
+		}
+	})
+}
 
 // forward relays every connection made to ln (inside the namespace) to upstream (outside it):
 // the only way out of the namespace, and only to the run's proxy. It returns when ln fails or
-// its deadline (set once the browser exited) passes.
+// its deadline (set, in the past, once the browser exited) stops it.
 // sent counts the connections whose bytes towards the proxy are not all relayed yet.
 func forward(ln net.Listener, upstream string, sent *sync.WaitGroup) {
 	for {
