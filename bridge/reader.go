@@ -135,9 +135,10 @@ func (n *cdpNode) scrub() {
 	n.ContentDocument.scrub()
 }
 
-// target is one CDP session: the page's, or an out-of-process iframe'pr.
+// target is one CDP session: the page's, or an out-of-process iframe's.
 type target struct {
 	sess   playwright.CDPSession
+	kept   bool   // the page's own session, kept across views (pageSession)
 	root   string // frame id at the root of the session
 	frames []frameEntry
 	doc    *cdpNode
@@ -158,6 +159,42 @@ type pageReader struct {
 	world string // name of the reader's isolated world
 	watch *watcher
 	act   *activity
+	// sess is the page's own CDP session, opened by the first view and kept for the next ones
+	// (pageSession); released is closed when the release of the last view that used it is done.
+	// Views are made under the session's operation lock only.
+	sess     playwright.CDPSession
+	released chan struct{}
+	inUse    bool // a view holds sess (a second view at the same time opens its own session)
+}
+
+// pageSession returns the page's CDP session, opened once and kept: opening one is a round trip
+// through the driver and the browser (about 8 ms here, and as much again to detach it), and a
+// read makes one view, each re-check before Links, Fields and Screenshot another. The page
+// target's session outlives its navigations; what it holds between views is released by
+// releasePage.
+func (pr *pageReader) pageSession() (playwright.CDPSession, error) {
+	if pr.released != nil {
+		<-pr.released // the last view's release first: the session's calls stay in order
+		pr.released = nil
+	}
+	if pr.sess != nil {
+		return pr.sess, nil
+	}
+	s, err := pr.bctx.NewCDPSession(pr.page)
+	if err != nil {
+		return nil, err
+	}
+	pr.sess = s
+	return s, nil
+}
+
+// dropPageSession detaches the kept session after a call on it failed: the next view opens a
+// new one.
+func (pr *pageReader) dropPageSession(s playwright.CDPSession) {
+	if pr.sess == s {
+		pr.sess = nil
+	}
+	detach(s)
 }
 
 // attach opens CDP sessions for the page and for every out-of-process iframe (site isolation
@@ -166,16 +203,24 @@ type pageReader struct {
 // of an earlier attach (prev, with the frames already tried), it reuses their sessions, opens
 // sessions only for frames it has not tried, and loads every tree and DOM afresh.
 func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, error) {
-	a := &attached{tried: map[playwright.Frame]bool{}}
+	a := &attached{tried: map[playwright.Frame]bool{}, pr: pr}
 	if prev != nil {
 		a.targets, a.tried = prev.targets, prev.tried
 		prev.targets = nil // owned by a now
 	} else {
-		main, err := pr.bctx.NewCDPSession(pr.page)
+		var main playwright.CDPSession
+		var err error
+		kept := !pr.inUse
+		if kept {
+			main, err = pr.pageSession()
+		} else {
+			main, err = pr.bctx.NewCDPSession(pr.page)
+		}
 		if err != nil {
 			return a, fmt.Errorf("page session: %w", err)
 		}
-		a.targets = append(a.targets, &target{sess: main})
+		pr.inUse = pr.inUse || kept
+		a.targets = append(a.targets, &target{sess: main, kept: kept})
 	}
 	mf := pr.page.MainFrame()
 	for _, f := range pr.page.Frames() {
@@ -197,6 +242,7 @@ func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, er
 		}
 		if err := cdpCall(ctx, t.sess, "Page.getFrameTree", nil, &tree); err != nil {
 			if t.sess == main {
+				a.failed = true
 				return a, err
 			}
 			continue
@@ -210,6 +256,7 @@ func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, er
 		}
 		if err := cdpCall(ctx, t.sess, "DOM.getDocument", map[string]any{"depth": -1, "pierce": true}, &doc); err != nil {
 			if t.sess == main {
+				a.failed = true
 				return a, err
 			}
 			continue
@@ -224,15 +271,36 @@ func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, er
 type attached struct {
 	targets []*target
 	tried   map[playwright.Frame]bool
+	pr      *pageReader
+	failed  bool // a call on the page's kept session failed: it is dropped, not kept
 }
 
-// close ends the sessions.
+// close ends the frames' sessions and releases the page's kept one: its DOM agent, which
+// DOM.getDocument enabled and which would otherwise send an event for every change the page
+// makes to the tree until the next view, is disabled (the next getDocument enables it again).
+// The release is not waited for here: the next pageSession waits for it, so it overlaps with
+// whatever the caller does in between. A kept session that failed, or does not answer, is
+// detached.
 func (a *attached) close() {
 	if a == nil {
 		return
 	}
 	for _, t := range a.targets {
-		detach(t.sess)
+		if !t.kept {
+			detach(t.sess)
+			continue
+		}
+		pr, sess, failed := a.pr, t.sess, a.failed
+		done := make(chan struct{})
+		pr.released, pr.inUse = done, false
+		go func() {
+			defer close(done)
+			ctx, cancel := context.WithTimeout(context.Background(), detachWait)
+			defer cancel()
+			if failed || cdpCall(ctx, sess, "DOM.disable", nil, nil) != nil {
+				pr.dropPageSession(sess)
+			}
+		}()
 	}
 	a.targets = nil
 }
@@ -389,6 +457,17 @@ func (v *pageView) domCredential() string {
 // its handles; with one shared group it released those too ("Could not find object with given id").
 const readerGroup = "browser-agent-reader"
 
+// release frees an object group without waiting for Chromium's answer (a round trip through the
+// driver saved per evaluation that held handles): every group is one evaluation's own, so a
+// release that arrives late frees nothing a later evaluation holds.
+func release(sess playwright.CDPSession, group string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), detachWait)
+		defer cancel()
+		_ = cdpCall(ctx, sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
+	}()
+}
+
 // evalSeq numbers the reader's evaluations (their object groups).
 var evalSeq atomic.Uint64
 
@@ -430,7 +509,7 @@ func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode st
 	held := true
 	defer func() {
 		if held {
-			_ = cdpCall(ctx, t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
+			release(t.sess, group)
 		}
 	}()
 	args := []map[string]any{nil}

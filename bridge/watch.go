@@ -70,10 +70,27 @@ func (w *watcher) frame(ctx context.Context, v *pageView, frame string) (*watchR
 	if !ok {
 		return &watchReport{}, nil
 	}
+	var res struct {
+		Result struct {
+			Value string `json:"value"`
+		} `json:"result"`
+	}
+	// The name is a non-configurable, non-writable global (init.js): a page can neither replace
+	// it nor shadow it with a declaration of its own.
+	if d.t.root == frame {
+		// The session's own frame: one evaluation in its main world (Runtime.evaluate without a
+		// context runs there), no node to resolve and no handle to release.
+		key, _ := json.Marshal(w.key)
+		if err := cdpCall(ctx, d.t.sess, "Runtime.evaluate", map[string]any{
+			"expression":    "typeof " + w.name + " === 'function' ? " + w.name + "(" + string(key) + ") : ''",
+			"returnByValue": true, "silent": true,
+		}, &res); err != nil {
+			return nil, err
+		}
+		return parseWatch(res.Result.Value)
+	}
 	group := evalGroup(evalSeq.Add(1))
-	defer func() {
-		_ = cdpCall(ctx, d.t.sess, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
-	}()
+	defer release(d.t.sess, group)
 	var node struct {
 		Object struct {
 			ObjectID string `json:"objectId"`
@@ -83,13 +100,6 @@ func (w *watcher) frame(ctx context.Context, v *pageView, frame string) (*watchR
 	if err := cdpCall(ctx, d.t.sess, "DOM.resolveNode", map[string]any{"backendNodeId": d.backend, "objectGroup": group}, &node); err != nil {
 		return nil, err
 	}
-	var res struct {
-		Result struct {
-			Value string `json:"value"`
-		} `json:"result"`
-	}
-	// The name is a non-configurable, non-writable global (init.js): a page can neither replace
-	// it nor shadow it with a declaration of its own.
 	fn := "function (k) { return typeof " + w.name + " === 'function' ? " + w.name + "(k) : ''; }"
 	if err := cdpCall(ctx, d.t.sess, "Runtime.callFunctionOn", map[string]any{
 		"functionDeclaration": fn, "objectId": node.Object.ObjectID, "arguments": []map[string]any{{"value": w.key}},
@@ -97,11 +107,16 @@ func (w *watcher) frame(ctx context.Context, v *pageView, frame string) (*watchR
 	}, &res); err != nil {
 		return nil, err
 	}
+	return parseWatch(res.Result.Value)
+}
+
+// parseWatch reads what __BA_WATCH__ returned for one frame ("" when the frame has no watch).
+func parseWatch(value string) (*watchReport, error) {
 	r := &watchReport{}
-	if res.Result.Value == "" {
+	if value == "" {
 		return r, nil
 	}
-	if err := json.Unmarshal([]byte(res.Result.Value), r); err != nil {
+	if err := json.Unmarshal([]byte(value), r); err != nil {
 		return nil, fmt.Errorf("watch report: %w", err)
 	}
 	return r, nil
