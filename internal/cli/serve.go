@@ -90,12 +90,11 @@ func serveCmd(e *env, args []string) error {
 		return usageError("--queue must not be negative")
 	case *concurrent < 1:
 		return usageError("--concurrent must be at least 1")
-	case *runTimeout < time.Second:
-		return usageError("--run-timeout must be at least 1s")
-	case *drain < 0:
-		return usageError("--drain must not be negative")
 	case *workers < -1:
 		return usageError("--workers must not be negative")
+	}
+	if err := checkRunTimes(*runTimeout, *drain); err != nil {
+		return err
 	}
 	if *workers == -1 {
 		*workers = *concurrent

@@ -19,6 +19,17 @@ import (
 // DefaultWorkerDrain is how long "worker" lets its runs go on after SIGINT or SIGTERM.
 const DefaultWorkerDrain = 20 * time.Second
 
+// checkRunTimes checks the --run-timeout and --drain that serve and worker both take.
+func checkRunTimes(runTimeout, drain time.Duration) error {
+	switch {
+	case runTimeout < time.Second:
+		return usageError("--run-timeout must be at least 1s")
+	case drain < 0:
+		return usageError("--drain must not be negative")
+	}
+	return nil
+}
+
 // workerCmd is "browser-agent worker [--db DB] [--workers N] [--policy FILE] [--run-timeout D]":
 // it takes runs from the queue in DB (River) and runs each once, with its own warm browsers, until
 // SIGINT or SIGTERM.
@@ -39,10 +50,9 @@ func workerCmd(e *env, args []string) error {
 		return usageError("unexpected argument %q", fs.Arg(0))
 	case *workers < 1:
 		return usageError("--workers must be at least 1")
-	case *runTimeout < time.Second:
-		return usageError("--run-timeout must be at least 1s")
-	case *drain < 0:
-		return usageError("--drain must not be negative")
+	}
+	if err := checkRunTimes(*runTimeout, *drain); err != nil {
+		return err
 	}
 	ctx, _, stop := watchSignals(e.stderr)
 	defer stop()
