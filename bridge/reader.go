@@ -170,8 +170,8 @@ type pageReader struct {
 // pageSession returns the page's CDP session, opened once and kept: opening one is a round trip
 // through the driver and the browser (about 8 ms here, and as much again to detach it), and a
 // read makes one view, each re-check before Links, Fields and Screenshot another. The page
-// target's session outlives its navigations; what it holds between views is released by
-// releasePage.
+// target's session outlives its navigations; what a view leaves in it is released when the view
+// closes (attached.close).
 func (pr *pageReader) pageSession() (playwright.CDPSession, error) {
 	if pr.released != nil {
 		<-pr.released // the last view's release first: the session's calls stay in order
@@ -197,9 +197,10 @@ func (pr *pageReader) dropPageSession(s playwright.CDPSession) {
 	detach(s)
 }
 
-// attach opens CDP sessions for the page and for every out-of-process iframe (site isolation
-// puts a cross-site iframe in its own renderer; it has its own session). It loads each session's
-// frame tree and its DOM, closed shadow roots and same-process frames included. Given the targets
+// attach takes the page's kept CDP session (or, while another view holds it, opens one of its
+// own) and opens sessions for every out-of-process iframe (site isolation puts a cross-site
+// iframe in its own renderer; it has its own session). It loads each session's frame tree and
+// its DOM, closed shadow roots and same-process frames included. Given the targets
 // of an earlier attach (prev, with the frames already tried), it reuses their sessions, opens
 // sessions only for frames it has not tried, and loads every tree and DOM afresh.
 func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, error) {
@@ -431,7 +432,7 @@ func (pr *pageReader) view(ctx context.Context, prev *pageView) (*pageView, erro
 	return v, nil
 }
 
-// close ends the view's CDP sessions.
+// close ends the view's CDP sessions (the page's kept one is released, not ended).
 func (v *pageView) close() {
 	if v != nil {
 		v.att.close()

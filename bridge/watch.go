@@ -63,8 +63,9 @@ type docRef struct {
 }
 
 // frame drains the watch of one frame: __BA_WATCH__ called with the session's key in the
-// frame's main world (where init.js runs), on its document node. A frame init.js did not run in
-// (an initial about:blank) reports nothing: the DOM and reader checks still cover it.
+// frame's main world (where init.js runs): by one Runtime.evaluate for the frame a session is
+// rooted at, on its document node for a frame inside another's session. A frame init.js did not
+// run in (an initial about:blank) reports nothing: the DOM and reader checks still cover it.
 func (w *watcher) frame(ctx context.Context, v *pageView, frame string) (*watchReport, error) {
 	d, ok := v.docs[frame]
 	if !ok {
