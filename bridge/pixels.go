@@ -209,3 +209,27 @@ func stableShots(a, b []image.Image) bool {
 	}
 	return true
 }
+
+// confirmed is d where a second shot of the same state (d2) agrees with it, and a's pixel where
+// it does not: a pixel of D no second shot confirms is no evidence that a run drew in A (it then
+// equals A, and countBand counts no run's ink there). Images of other sizes give a (nothing
+// confirmed).
+func confirmed(a, d, d2 image.Image) image.Image {
+	if d.Bounds().Size() != a.Bounds().Size() || d2.Bounds().Size() != a.Bounds().Size() {
+		return a
+	}
+	W, H := a.Bounds().Dx(), a.Bounds().Dy()
+	out := image.NewNRGBA(image.Rect(0, 0, W, H))
+	pa, pd, pd2 := pixOf(a), pixOf(d), pixOf(d2)
+	for y := range H {
+		for x := range W {
+			r, g, b := pd.at(x, y)
+			if diff(r, g, b, pd2.at3(x, y)) > pixelStable {
+				r, g, b = pa.at(x, y)
+			}
+			i := out.PixOffset(x, y)
+			out.Pix[i], out.Pix[i+1], out.Pix[i+2], out.Pix[i+3] = uint8(r), uint8(g), uint8(b), 255
+		}
+	}
+	return out
+}

@@ -72,6 +72,39 @@ func TestCountBand(t *testing.T) {
 	}
 }
 
+// TestConfirmed: a pixel of D counts only where a second shot of D agrees; elsewhere it takes
+// A's value, so no run's ink is counted there (the stale surface of an out-of-process frame).
+func TestConfirmed(t *testing.T) {
+	glyph := []image.Point{{2, 2}, {3, 2}, {4, 2}, {2, 3}, {3, 3}}
+	bd := band{0, 0, 20, 20}
+	f := &frameRuns{pending: []bool{true}}
+	run := runBox{f, 0, [4]float64{0, 0, 10, 10}}
+	a, off := canvas(20, 20, glyph...), canvas(20, 20)
+	drawn := func(d image.Image) int {
+		counts := map[runKey]*tally{}
+		countBand(bd, []runBox{run}, nil, a, d, a, a, counts)
+		if tl := counts[runKey{f, 0}]; tl != nil {
+			return tl.drawn
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		name  string
+		d, d2 image.Image
+		want  int
+	}{
+		{name: "both shots of D without the glyph: drawn by the run", d: off, d2: off, want: 5},
+		{name: "D without it, the second D with it (D was stale)", d: off, d2: a, want: 0},
+		{name: "D with it, the second D without it", d: a, d2: off, want: 0},
+		{name: "both with it: not drawn by the run", d: a, d2: a, want: 0},
+		{name: "the second D of another size: nothing confirmed", d: off, d2: canvas(10, 10), want: 0},
+	} {
+		if got := drawn(confirmed(a, c.d, c.d2)); got != c.want {
+			t.Errorf("%s: %d drawn pixels, want %d", c.name, got, c.want)
+		}
+	}
+}
+
 func TestBandsOf(t *testing.T) {
 	f := &frameRuns{}
 	box := func(y, h float64) runBox { return runBox{f, 0, [4]float64{10, y, 40, h}} }

@@ -498,11 +498,14 @@ func TestVisibilityLatePaint(t *testing.T) {
 	t.Parallel()
 	frame := `<iframe style="width:500px;height:100px" src="{CHILD}"></iframe>`
 	generated := `<style>.g::before{content:"WWWWWWWWWWWW"}</style><div style="position:relative"><span class="g"></span><span style="position:absolute;left:0;top:0;color:transparent">{M}</span></div>`
-	for _, late := range []string{"all", "foreign", "first"} {
+	for _, late := range []string{"all", "foreign", "first", "stale D"} {
 		s := newSession(t, func(c *config) {
-			if late == "first" {
+			switch late {
+			case "first":
 				c.lateFirst = true // the frame's text drawn between the two-frame proof's shots
-			} else {
+			case "stale D":
+				c.staleD = true // the frame's text missing from shot D alone
+			default:
 				c.lateRemote = late
 			}
 		})
