@@ -31,7 +31,8 @@ import (
 // markers) is given the paint it has, and checked to have it (the reader's exact). Nothing else
 // changes between A and D, so A also serves as the frame without the other text and as the
 // second "as is" (on a page with an out-of-process frame, whose paint reaches the surface on its
-// own schedule, a third shot A2 after D is that second "as is"). What draws by itself, which the clocks do not stop (images but still data:
+// own schedule, a third shot A2 after D is that second "as is", and D too is shot until two
+// shots agree). What draws by itself, which the clocks do not stop (images but still data:
 // ones, media, canvases, plugins, SMIL, a frame not laid out, a caret), is no evidence in either
 // proof: the pixels in its box are left out (layoutRead.Movers), since no number of shots tells
 // its change from a run's paint (A and A2 may meet the same frame of an image that flickers).
