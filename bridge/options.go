@@ -81,9 +81,9 @@ type config struct {
 	// shot of a two-frame proof (outside recheckRemote): its text paint is off for shot A, and
 	// back on before the runs' paint is turned off for shot D.
 	lateFirst bool
-	// staleD (tests): shot D of a two-frame proof shows an out-of-process frame without its text
-	// (a surface shown stale or blank while the frame submits again), outside recheckRemote: D
-	// is shot with that frame's text paint off, then the frame is painted as D wants it.
+	// staleD (tests): the first shot of D in a two-frame proof shows the out-of-process frames
+	// without their text (a surface shown stale or blank in one shot), outside recheckRemote: a
+	// shot taken before A with those frames' text paint off stands in for it.
 	staleD bool
 	// fourFrames (benchmarks, tests) proves every read with the four-frame proof, never the
 	// two-frame one (visibility.go).

@@ -670,6 +670,21 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 			return true, err
 		}
 	}
+	var stale []image.Image
+	if j.r.cfg.staleD && !j.slow && j.anyRemote() {
+		// The staleD hook: a shot of the page with the out-of-process frames' text off, taken
+		// now and handed to shootD as its first shot of D (the frames painted again before A).
+		if err := j.paintRemote(ctx, readerjs.PaintOff); err != nil {
+			return true, err
+		}
+		var err error
+		if stale, err = shootAll(); err != nil {
+			return true, err
+		}
+		if err := j.paintRemote(ctx, readerjs.PaintOn); err != nil {
+			return true, err
+		}
+	}
 	a, err := shootAll()
 	if err != nil {
 		return true, err
@@ -682,7 +697,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	err = j.paint(ctx, readerjs.PaintRuns)
 	var d []image.Image
 	if err == nil {
-		d, err = j.shootD(ctx, a, shootAll)
+		d, err = j.shootD(ctx, a, stale, shootAll)
 	}
 	if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
 		err = perr
@@ -728,26 +743,15 @@ const a2Tries = 3
 // painted (late, or without the frame's content while it submits again: the fresh-clone suite
 // read text hidden over generated content in such a frame, the generated content missing from
 // D alone). A pixel of D that no second shot confirms takes A's value (confirmed): no evidence.
-func (j *pixelJob) shootD(ctx context.Context, a []image.Image, shootAll func() ([]image.Image, error)) ([]image.Image, error) {
+//
+// stale (tests: the staleD hook) replaces the first shot of D.
+func (j *pixelJob) shootD(ctx context.Context, a, stale []image.Image, shootAll func() ([]image.Image, error)) ([]image.Image, error) {
 	d, err := shootAll()
 	if err != nil || !j.anyRemote() {
 		return d, err
 	}
-	if j.r.cfg.staleD && !j.slow {
-		// The test's stand-in for a stale surface: D shot with the frame's text off, then the
-		// frame painted as D wants it again.
-		if err := j.paintRemote(ctx, readerjs.PaintOff); err != nil {
-			return nil, err
-		}
-		if d, err = shootAll(); err != nil {
-			return nil, err
-		}
-		if err := j.paintRemote(ctx, readerjs.PaintOn); err != nil {
-			return nil, err
-		}
-		if err := j.paint(ctx, readerjs.PaintRuns); err != nil {
-			return nil, err
-		}
+	if stale != nil {
+		d = stale // the test's stand-in for a surface shown stale in one shot of D
 	}
 	for try := 1; ; try++ {
 		if err := sleepCtx(ctx, j.r.cfg.remoteWait); err != nil {
