@@ -85,6 +85,9 @@ type config struct {
 	// without their text (a surface shown stale or blank in one shot), outside recheckRemote: a
 	// shot taken before A with those frames' text paint off stands in for it.
 	staleD bool
+	// skipTamper (tests) counts the shots of a proof during which the page changed itself: the
+	// positive control of TestVisibilityTamper.
+	skipTamper bool
 	// fourFrames (benchmarks, tests) proves every read with the four-frame proof, never the
 	// two-frame one (visibility.go).
 	fourFrames bool

@@ -661,8 +661,9 @@ type rawRead struct {
 	Controls []control       `json:"controls"`
 	NRuns    int             `json:"nRuns"`
 	Withheld int             `json:"withheld"`
-	Still    string          `json:"still"` // the frame's scroll positions (paint and layout modes)
-	Exact    *bool           `json:"exact"` // paint "runs": nothing but the runs' paint changed
+	Still    string          `json:"still"`    // the frame's scroll positions (paint and layout modes)
+	Exact    *bool           `json:"exact"`    // paint "runs": nothing but the runs' paint changed
+	Tampered bool            `json:"tampered"` // paint "restore" and "on": the page changed itself since the first paint change
 	Layout   json.RawMessage `json:"-"`
 }
 

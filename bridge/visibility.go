@@ -199,6 +199,9 @@ type pixelJob struct {
 	// slowWhy says why this page needs the four-frame proof, or "" (twoFrames).
 	slowWhy string
 	twos    int // groups proven with two frames
+	// tampered: the page changed its DOM while a group was shot (its MutationObserver answering
+	// the proof's own changes): nothing of that group's shots is counted.
+	tampered bool
 }
 
 // twoFrames says whether the groups shot now are proven with two frames: the page's clocks
@@ -420,6 +423,9 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 		}
 		if err == nil && (mode == readerjs.PaintRuns || mode == readerjs.PaintRestore) && j.twoFrames() && rr.Still != j.frames[id].still && first == nil {
 			first = errMoved
+		}
+		if err == nil && rr.Tampered && !j.r.cfg.skipTamper {
+			j.tampered = true
 		}
 		remote = remote || j.v.owner[id] != j.v.owner[j.v.mainID]
 	}
@@ -645,6 +651,10 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 	if err != nil {
 		return err
 	}
+	if j.tampered {
+		j.r.cfg.logf("bridge: visibility by rendering: the page changed itself while it was shot: nothing counted")
+		return nil
+	}
 	for i, bd := range bands {
 		countBand(bd, all, j.moverBoxes(), a[i], b[i], c[i], a2[i], counts)
 	}
@@ -727,6 +737,10 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		}
 	}
 	j.twos++
+	if j.tampered {
+		j.r.cfg.logf("bridge: visibility by rendering: the page changed itself while it was shot: nothing counted")
+		return true, nil
+	}
 	for i, bd := range bands {
 		countBand(bd, all, j.moverBoxes(), a[i], d[i], a[i], a2[i], counts)
 	}

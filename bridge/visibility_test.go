@@ -526,3 +526,52 @@ func TestVisibilityLatePaint(t *testing.T) {
 		}
 	}
 }
+
+// TestVisibilityTamper: a page whose MutationObserver answers the proof's own changes (the
+// runs' marks of the two-frame proof, the style elements of the four-frame one) by taking its
+// overlay away shows the shots text a person never sees. The proof counts nothing from shots
+// during which the page changed itself. Positive controls: the same pages with that check off
+// (skipTamper) are read, and a page whose observer only watches (changes nothing) is read.
+func TestVisibilityTamper(t *testing.T) {
+	t.Parallel()
+	// The overlay goes while the reader's marks are on an element or its style elements are in
+	// the page, and comes back after (the attribute prefix and the style elements are public).
+	const page = `<div style="position:relative;display:inline-block"><span style="color:#000">{M}</span><div id=ov style="position:absolute;inset:-4px;background:#000"></div></div>
+<script>
+const ov = document.getElementById('ov');
+new MutationObserver((recs) => {
+  for (const r of recs) {
+    if (r.type === 'attributes' && r.attributeName.startsWith('data-browser-agent')) ov.style.display = r.target.hasAttribute(r.attributeName) ? 'none' : '';
+    if (r.type === 'childList') {
+      for (const n of r.addedNodes) if (n.localName === 'style') ov.style.display = 'none';
+      for (const n of r.removedNodes) if (n.localName === 'style') ov.style.display = '';
+    }
+  }
+}).observe(document.documentElement, {attributes: true, childList: true, subtree: true});
+</script>`
+	const watcher = `<p>{M}</p><script>let n = 0; new MutationObserver((recs) => { n += recs.length; }).observe(document.documentElement, {attributes: true, childList: true, subtree: true});</script>`
+	for _, c := range []struct {
+		name       string
+		four, skip bool
+		body       string
+		want       bool
+	}{
+		{name: "two frames, overlay away while marked", body: page},
+		{name: "four frames, overlay away while styled", four: true, body: page},
+		{name: "control: two frames, check off", skip: true, body: page, want: true},
+		{name: "control: four frames, check off", four: true, skip: true, body: page, want: true},
+		{name: "ordinary: an observer that changes nothing", body: watcher, want: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSession(t, func(cfg *config) { cfg.fourFrames, cfg.skipTamper = c.four, c.skip })
+			marker := visMarker(95, false)
+			if _, err := s.Open(ctxT(t), visCaseURL(visCase{name: c.name, body: c.body}, marker)); err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if read := strings.Contains(readAll(t, s), marker); read != c.want {
+				t.Errorf("marker read %v, want %v", read, c.want)
+			}
+		})
+	}
+}

@@ -22,8 +22,50 @@
     ba.sheets = [];
     for (const [el, v] of ba.marks) { try { if (el.getAttribute(ba.attr) === v) el.removeAttribute(ba.attr); } catch (e) {} }
   };
+  // The page must not change while the proof shoots it. Frozen, its timers and frames do not
+  // run, but a MutationObserver of the page's is called right after an evaluation that changed
+  // the DOM (the runs' marks, the four-frame proof's style elements), and could change what the
+  // next shot sees (an overlay taken away while the runs' paint is off). An observer of the
+  // reader's own, in this isolated world, records every change in every scope from the first
+  // paint change of a proof to the last; a change that is not the reader's makes the proof void
+  // (tampered: the bridge counts nothing from those shots).
+  const TAMPER = '__browserAgentTamper';
+  const PAINT_TAG = 'data-browser-agent-paint', BGTEXT = 'data-browser-agent-bgtext';
+  const allScopes = () => {
+    const out = [doc];
+    const walk = (n) => {
+      for (let c = n.firstElementChild; c; c = c.nextElementSibling) {
+        const sr = c.shadowRoot || closedRoots.get(c);
+        if (sr) { out.push(sr); walk(sr); }
+        walk(c);
+      }
+    };
+    walk(root);
+    return out;
+  };
+  const oursNode = (n) => n.nodeType === 1 && n.localName === 'style' && n.hasAttribute(PAINT_TAG);
+  const ours = (r) => (r.type === 'attributes' && (r.attributeName === BGTEXT || (ba && r.attributeName === ba.attr))) ||
+    (r.type === 'childList' && Array.from(r.addedNodes).every(oursNode) && Array.from(r.removedNodes).every(oursNode));
+  const watchPage = () => {
+    if (globalThis[TAMPER]) return;
+    const w = { seen: false };
+    const note = (rs) => { for (const r of rs) if (!ours(r)) w.seen = true; };
+    w.mo = new MutationObserver(note);
+    w.take = () => note(w.mo.takeRecords());
+    for (const sc of allScopes()) w.mo.observe(sc, { subtree: true, attributes: true, childList: true, characterData: true });
+    globalThis[TAMPER] = w;
+  };
+  const tampered = () => {
+    const w = globalThis[TAMPER];
+    if (!w) return false;
+    w.take();
+    w.mo.disconnect();
+    globalThis[TAMPER] = null;
+    return w.seen;
+  };
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_RUNS) {
     if (!ba || ba.root !== root) throw new Error('runs paint: no layout of this document');
+    watchPage();
     unpaintRuns();
     for (const [el, v] of ba.marks) el.setAttribute(ba.attr, v);
     scopeSheets(ba.css);
@@ -32,12 +74,14 @@
   }
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_RESTORE) {
     // After the two-frame proof's second shot: only what "runs" changed is undone.
+    const changed = tampered();
     unpaintRuns();
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '' };
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '', tampered: changed };
   }
   if (opts.mode === MODE_PAINT) {
+    const changed = opts.paint === PAINT_ON ? tampered() : (watchPage(), false);
     if (opts.paint === PAINT_ON) unpaintRuns();
-    const tag = 'data-browser-agent-paint';
+    const tag = PAINT_TAG;
     // Decorations (underlines, emphasis marks) stay: a line under transparent text is not text.
     const off = ' { -webkit-text-fill-color: transparent !important; ' +
       '-webkit-text-stroke-color: transparent !important; text-shadow: none !important; } ';
@@ -62,9 +106,9 @@
       for (const el of (opts.paint === PAINT_FOREIGN ? [] : sc.querySelectorAll('*'))) {
         if (opts.paint === PAINT_OFF) {
           const st = getComputedStyle(el);
-          if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') el.setAttribute('data-browser-agent-bgtext', '');
-        } else if (el.hasAttribute('data-browser-agent-bgtext')) {
-          el.removeAttribute('data-browser-agent-bgtext');
+          if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') el.setAttribute(BGTEXT, '');
+        } else if (el.hasAttribute(BGTEXT)) {
+          el.removeAttribute(BGTEXT);
         }
       }
       const host = sc === doc ? (doc.head || root) : sc;
@@ -79,5 +123,5 @@
       }
     }
     void root.offsetHeight;
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '' };
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '', tampered: changed };
   }
