@@ -24,6 +24,11 @@ func visibilityCases() []*tcase {
 		hidden("clip-path zero polygon", `<div style="clip-path:polygon(0 0,0 0,0 0)">{marker}</div>`),
 		hidden("mask-image", `<div style="-webkit-mask-image:linear-gradient(transparent,transparent);mask-image:linear-gradient(transparent,transparent)">{marker}</div>`),
 		hidden("overlay on top", `<div style="position:relative"><span>{marker}</span><div style="position:absolute;inset:-4px;background:#fff"></div></div>`),
+		// The page's MutationObserver takes the overlay away while the reader's marks or paint
+		// styles are on (they are public), and puts it back after.
+		hidden("overlay away while the reader marks", `<div style="position:relative;display:inline-block"><span style="color:#000">{marker}</span><div id=ov style="position:absolute;inset:-4px;background:#000"></div></div>`+
+			`<script>const ov=document.getElementById('ov');new MutationObserver(rs=>{for(const r of rs){if(r.type==='attributes'&&r.attributeName.startsWith('data-browser-agent'))ov.style.display=r.target.hasAttribute(r.attributeName)?'none':'';`+
+			`if(r.type==='childList'){for(const n of r.addedNodes)if(n.localName==='style')ov.style.display='none';for(const n of r.removedNodes)if(n.localName==='style')ov.style.display='';}}}).observe(document.documentElement,{attributes:true,childList:true,subtree:true});</script>`),
 		hidden("svg text fill white", `<svg width="400" height="40"><text x="0" y="20" fill="#fff">{marker}</text></svg>`),
 		// The root needs a background for the blend to have a backdrop: without one, black text
 		// blended with "screen" over the transparent root is drawn black and is visible.
