@@ -93,16 +93,7 @@
         'text, tspan, textPath { fill: transparent !important; stroke: transparent !important; } ' +
         // Text drawn by its background (background-clip: text): that background goes too.
         '[data-browser-agent-bgtext] { background: none !important; }';
-    const scopes = [doc];
-    const find = (n) => {
-      for (let c = n.firstElementChild; c; c = c.nextElementSibling) {
-        const sr = c.shadowRoot || closedRoots.get(c);
-        if (sr) { scopes.push(sr); find(sr); }
-        find(c);
-      }
-    };
-    find(root);
-    for (const sc of scopes) {
+    for (const sc of allScopes()) {
       for (const el of (opts.paint === PAINT_FOREIGN ? [] : sc.querySelectorAll('*'))) {
         if (opts.paint === PAINT_OFF) {
           const st = getComputedStyle(el);
