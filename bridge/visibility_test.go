@@ -549,6 +549,24 @@ new MutationObserver((recs) => {
   }
 }).observe(document.documentElement, {attributes: true, childList: true, subtree: true});
 </script>`
+	// The same, hiding the overlay with the reader's own attribute name and style tag: a rule of
+	// the page's for [data-browser-agent-bgtext], and a style element of its own with the reader's tag.
+	const lookalike = `<style>#ov[data-browser-agent-bgtext]{display:none}</style><div style="position:relative;display:inline-block"><span style="color:#000">{M}</span><div id=ov style="position:absolute;inset:-4px;background:#000"></div></div>
+<script>
+const ov = document.getElementById('ov');
+new MutationObserver((recs) => {
+  for (const r of recs) {
+    if (r.target === ov) continue;
+    if (r.type === 'attributes' && r.attributeName.startsWith('data-browser-agent-reader')) {
+      if (r.target.hasAttribute(r.attributeName)) ov.setAttribute('data-browser-agent-bgtext', ''); else ov.removeAttribute('data-browser-agent-bgtext');
+    }
+    if (r.type === 'childList') for (const n of r.addedNodes) if (n.localName === 'style' && n.id !== 'mine') {
+      const st = document.createElement('style'); st.id = 'mine'; st.setAttribute('data-browser-agent-paint', ''); st.textContent = '#ov{display:none}'; document.head.appendChild(st);
+    }
+    if (r.type === 'childList') for (const n of r.removedNodes) if (n.localName === 'style' && n.id !== 'mine') { const m = document.getElementById('mine'); if (m) m.remove(); }
+  }
+}).observe(document.documentElement, {attributes: true, childList: true, subtree: true});
+</script>`
 	const watcher = `<p>{M}</p><script>let n = 0; new MutationObserver((recs) => { n += recs.length; }).observe(document.documentElement, {attributes: true, childList: true, subtree: true});</script>`
 	for _, c := range []struct {
 		name       string
@@ -560,6 +578,10 @@ new MutationObserver((recs) => {
 		{name: "four frames, overlay away while styled", four: true, body: page},
 		{name: "control: two frames, check off", skip: true, body: page, want: true},
 		{name: "control: four frames, check off", four: true, skip: true, body: page, want: true},
+		{name: "two frames, the reader's attribute name on the overlay", body: lookalike},
+		{name: "four frames, a style element with the reader's tag", four: true, body: lookalike},
+		{name: "control: two frames, look-alike, check off", skip: true, body: lookalike, want: true},
+		{name: "control: four frames, look-alike, check off", four: true, skip: true, body: lookalike, want: true},
 		{name: "ordinary: an observer that changes nothing", body: watcher, want: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -43,9 +43,13 @@
     walk(root);
     return out;
   };
-  const oursNode = (n) => n.nodeType === 1 && n.localName === 'style' && n.hasAttribute(PAINT_TAG);
-  const ours = (r) => (r.type === 'attributes' && (r.attributeName === BGTEXT || (ba && r.attributeName === ba.attr))) ||
-    (r.type === 'childList' && Array.from(r.addedNodes).every(oursNode) && Array.from(r.removedNodes).every(oursNode));
+  // The reader's own changes, by identity: the elements it marked and the style elements it made
+  // (a page can give its own elements the same attribute names or tag).
+  const MINE = '__browserAgentMine';
+  const mine = globalThis[MINE] || (globalThis[MINE] = new WeakSet());
+  const marked = new WeakSet(ba ? ba.marks.map(([el]) => el) : []);
+  const ours = (r) => (r.type === 'attributes' && ((r.attributeName === BGTEXT && mine.has(r.target)) || (ba && r.attributeName === ba.attr && marked.has(r.target)))) ||
+    (r.type === 'childList' && Array.from(r.addedNodes).every((n) => mine.has(n)) && Array.from(r.removedNodes).every((n) => mine.has(n)));
   const watchPage = () => {
     if (globalThis[TAMPER]) return;
     const w = { seen: false };
@@ -97,7 +101,7 @@
       for (const el of (opts.paint === PAINT_FOREIGN ? [] : sc.querySelectorAll('*'))) {
         if (opts.paint === PAINT_OFF) {
           const st = getComputedStyle(el);
-          if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') el.setAttribute(BGTEXT, '');
+          if (st.backgroundClip === 'text' || st.webkitBackgroundClip === 'text') { mine.add(el); el.setAttribute(BGTEXT, ''); }
         } else if (el.hasAttribute(BGTEXT)) {
           el.removeAttribute(BGTEXT);
         }
@@ -106,6 +110,7 @@
       if (opts.paint !== PAINT_ON) {
         for (const st of Array.from(host.querySelectorAll('style[' + tag + ']'))) st.remove();
         const st = doc.createElement('style');
+        mine.add(st);
         st.setAttribute(tag, '');
         st.textContent = css;
         host.appendChild(st);
