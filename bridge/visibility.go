@@ -200,7 +200,8 @@ type pixelJob struct {
 	slowWhy string
 	twos    int // groups proven with two frames
 	// tampered: the page changed its DOM while a group was shot (its MutationObserver answering
-	// the proof's own changes): nothing of that group's shots is counted.
+	// the proof's own changes): nothing of that group's shots, nor of any later group of this
+	// job, is counted (the page answers the proof; its runs are not read).
 	tampered bool
 }
 
