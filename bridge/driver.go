@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,9 +237,64 @@ func chromiumError(ctx context.Context, path string, bound time.Duration, err er
 	if ctx.Err() == context.DeadlineExceeded || strings.Contains(err.Error(), "Timeout ") {
 		problem = fmt.Sprintf("did not answer within %s", bound.Round(time.Second))
 	}
+	if why := launchExit(err.Error()); why != "" {
+		problem += " (" + why + ")"
+	}
 	return &launchError{SetupError{What: "chromium", Problem: problem, Looked: []string{path},
 		Fix: "check that it runs here or set " + EnvChromium + "; see browser-agent doctor"}, err}
 }
+
+// launchStderrLines is how many of Chromium's last stderr lines a launch failure quotes.
+const launchStderrLines = 3
+
+// launchExit is what Playwright's launch message says of how the browser ended: its exit code or
+// signal ("<process did exit: exitCode=1, signal=null>") and its last stderr lines ("[pid=N][err]
+// ..."), joined for the one-line error, or "" when the message holds neither. A launch that fails
+// under load is then diagnosable from the error alone (issue 38: "exited at launch" said nothing).
+func launchExit(msg string) string {
+	msg = ansiEscape.ReplaceAllString(msg, "")
+	var parts []string
+	if m := processExit.FindStringSubmatch(msg); m != nil {
+		switch {
+		case m[2] != "" && m[2] != "null":
+			parts = append(parts, "signal "+m[2])
+		case m[1] != "" && m[1] != "null":
+			parts = append(parts, "exit code "+m[1])
+		}
+	}
+	// The browser logs come twice (the Browser logs section and the call log): keep each line once,
+	// in order, and the last few.
+	var lines []string
+	seen := map[string]bool{}
+	for _, m := range stderrLine.FindAllStringSubmatch(msg, -1) {
+		l := strings.TrimSpace(m[1])
+		if l == "" || seen[l] {
+			continue
+		}
+		seen[l] = true
+		lines = append(lines, l)
+	}
+	if n := len(lines); n > launchStderrLines {
+		lines = lines[n-launchStderrLines:]
+	}
+	for i, l := range lines {
+		if len(l) > 160 {
+			lines[i] = l[:160] + "…"
+		}
+	}
+	if len(lines) > 0 {
+		parts = append(parts, "stderr: "+strings.Join(lines, " | "))
+	} else if len(parts) > 0 {
+		parts = append(parts, "no stderr")
+	}
+	return strings.Join(parts, "; ")
+}
+
+var (
+	ansiEscape  = regexp.MustCompile("\x1b\\[[0-9;]*m")
+	processExit = regexp.MustCompile(`<process did exit: exitCode=(-?\d+|null), signal=(\w+)>`)
+	stderrLine  = regexp.MustCompile(`\[pid=\d+\]\[err\] ([^\n]*)`)
+)
 
 // launchError is a SetupError whose cause (the launch's full message) is kept for errors.Is and
 // the debug log but left out of the one-line message.

@@ -92,3 +92,26 @@ func TestDriverLauncher(t *testing.T) {
 		t.Fatalf("with PLAYWRIGHT_CLI_PATH node started as %q, want %q", got, want)
 	}
 }
+
+// TestLaunchExit checks what a failed launch's error says of how Chromium ended, from Playwright's
+// own messages (taken from playwright-core 1.64.1 launching a script that writes to stderr and
+// exits, and one killed by a signal): the exit code or signal and the last stderr lines, each
+// once although the message repeats them in its call log.
+func TestLaunchExit(t *testing.T) {
+	const exited = "browserType.launchPersistentContext: Target page, context or browser has been closed\nBrowser logs:\n\n" +
+		"<launching> /tmp/fake --no-sandbox about:blank\n<launched> pid=18330\n[pid=18330][err] first line\n" +
+		"[pid=18330][err] second line\n[pid=18330][err] [1205/130501.1:FATAL:zygote_host_impl_linux.cc(127)] No usable sandbox!\nCall log:\n" +
+		"\x1b[2m  - <launched> pid=18330\x1b[22m\n\x1b[2m  - [pid=18330][err] first line\x1b[22m\n" +
+		"\x1b[2m  - [pid=18330][err] second line\x1b[22m\n" +
+		"\x1b[2m  - [pid=18330] <process did exit: exitCode=3, signal=null>\x1b[22m\n"
+	const killed = "Browser logs:\n<launched> pid=18340\nCall log:\n\x1b[2m  - [pid=18340] <process did exit: exitCode=null, signal=SIGSEGV>\x1b[22m\n"
+	for _, tc := range []struct{ msg, want string }{
+		{exited, "exit code 3; stderr: first line | second line | [1205/130501.1:FATAL:zygote_host_impl_linux.cc(127)] No usable sandbox!"},
+		{killed, "signal SIGSEGV; no stderr"},
+		{"Timeout 30000ms exceeded.", ""},
+	} {
+		if got := launchExit(tc.msg); got != tc.want {
+			t.Errorf("launchExit(%.40q…)\n got %q\nwant %q", tc.msg, got, tc.want)
+		}
+	}
+}

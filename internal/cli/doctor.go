@@ -205,7 +205,7 @@ func checkChromium(ctx context.Context, rt *bridge.Runtime) check {
 	if err != nil {
 		return c.fail(err, bridge.FixChromium)
 	}
-	c.Uses += " (" + v + ")"
+	c.Uses += " (" + v + "; " + suiteVerdict(v) + ")"
 	if rt == nil {
 		return c.fail(errors.New("not launched: the driver did not start"), "fix the driver first")
 	}

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/browser-agent/browser-agent/audit"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/policy"
 )
 
 // The start-up faults, through the binary: a part missing or broken (the driver, node, Chromium,
@@ -178,8 +180,11 @@ func wantEnd(t *testing.T, res startResult, exit int, status string, want ...str
 		return
 	}
 	got, _ := rows(t, res.db)
-	if len(got) != 1 || got[0].ID != res.runID || got[0].Status != status || got[0].Reason != res.reason {
-		t.Errorf("audit: got %+v, want run %s %s %q", got, res.runID, status, res.reason)
+	// The store keeps MaxReasonLen bytes of a reason: a launch failure's reason (Chromium's exit and
+	// last stderr lines, a long temporary path) may be longer, and is kept from its start.
+	wantReason := policy.Text(res.reason, audit.MaxReasonLen)
+	if len(got) != 1 || got[0].ID != res.runID || got[0].Status != status || got[0].Reason != wantReason {
+		t.Errorf("audit: got %+v, want run %s %s %q", got, res.runID, status, wantReason)
 	}
 }
 
@@ -274,7 +279,7 @@ func TestStartupFaults(t *testing.T) {
 		{"chromium exiting at launch", func(t *testing.T) (startCase, []string) {
 			path := script(t, filepath.Join(t.TempDir(), "chromium"), "echo 'cannot open display' >&2\nexit 1")
 			return startCase{env: []string{realDriver, "BROWSER_AGENT_CHROMIUM=" + path}},
-				[]string{"chromium exited at launch at " + path, "BROWSER_AGENT_CHROMIUM", "browser-agent doctor"}
+				[]string{"chromium exited at launch (exit code 1; stderr: cannot open display) at " + path, "BROWSER_AGENT_CHROMIUM", "browser-agent doctor"}
 		}, false},
 		{"chromium that never answers", func(t *testing.T) (startCase, []string) {
 			path := script(t, filepath.Join(t.TempDir(), "chromium"), hangs(filepath.Join(t.TempDir(), "started")))
@@ -451,8 +456,8 @@ func TestDoctor(t *testing.T) {
 		}, nil, "chromium not found", "BROWSER_AGENT_CHROMIUM"},
 		{"chromium exiting at launch", "chromium", func(t *testing.T) []string {
 			return []string{realDriver, "BROWSER_AGENT_CHROMIUM=" + script(t, filepath.Join(t.TempDir(), "chromium"),
-				"[ \"$1\" = --version ] && { echo 'Chromium 1.0'; exit 0; }\nexit 1")}
-		}, nil, "chromium exited at launch", "BROWSER_AGENT_CHROMIUM"},
+				"[ \"$1\" = --version ] && { echo 'Chromium 1.0'; exit 0; }\necho 'no display here' >&2\nexit 7")}
+		}, nil, "chromium exited at launch (exit code 7; stderr: no display here)", "BROWSER_AGENT_CHROMIUM"},
 		{"policy unreadable", "policy", func(t *testing.T) []string { return []string{realDriver} }, []string{"--policy", fifo},
 			"not a regular file", "--policy"},
 	}
