@@ -51,6 +51,8 @@ vet:
 # go test runs packages two at a time (2 cores) in the order given, so the long poles go first:
 # the hostile-page suite, then the killed runs, then the killed queue workers. The binary the end-to-end packages run is built
 # once, here, for all of them (testbrowser.Binary builds its own when the variable is unset).
+# The Chromium the suite runs on is printed first and last; a case whose positive control needs a
+# browser feature this Chromium lacks is listed at the end as not applicable (testbrowser.Probe).
 # The timeout guards against a hang. At the end, scripts/test-table prints each package's time and
 # CPU (recorded by scripts/test-exec, go test's -exec program) and the hostile cases per adversarial family (in process, through the binary, through MCP).
 UNIT_FIRST = ./tests/adversarial/ ./tests/faults/ ./tests/queue/
@@ -59,12 +61,14 @@ TEST_TIMEOUT ?= 39m
 unit:
 	@mkdir -p .state
 	$(GO) build -o $(TEST_BINARY) ./cmd/browser-agent
-	@rm -f .state/adversarial-summary.txt .state/test-cpu.log
+	@rm -f .state/adversarial-summary.txt .state/test-cpu.log .state/not-applicable.txt
+	@$(TEST_BINARY) doctor --chromium-version > .state/chromium-version.txt 2>&1 || true
+	@echo "the suite runs on $$(cat .state/chromium-version.txt)"
 	@{ BROWSER_AGENT_TEST_BINARY=$(TEST_BINARY) ADVERSARIAL_SUMMARY=$(CURDIR)/.state/adversarial-summary.txt \
-		TEST_CPU_LOG=$(CURDIR)/.state/test-cpu.log \
+		NOT_APPLICABLE_LOG=$(CURDIR)/.state/not-applicable.txt TEST_CPU_LOG=$(CURDIR)/.state/test-cpu.log \
 		$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -exec $(CURDIR)/scripts/test-exec $(UNIT_FIRST) ./... 2>&1; \
 		echo $$? > .state/test.rc; } | tee .state/test.log
-	@scripts/test-table .state/test.log .state/adversarial-summary.txt .state/test-cpu.log
+	@scripts/test-table .state/test.log .state/adversarial-summary.txt .state/test-cpu.log .state/not-applicable.txt .state/chromium-version.txt
 	@exit $$(cat .state/test.rc)
 
 # The hostile pages, servers and compromised models of tests/adversarial (also part of unit).

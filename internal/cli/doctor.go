@@ -31,12 +31,16 @@ type check struct {
 // a run does (the driver is started, a Chromium launched and closed, the store opened). Exit 1
 // when any part fails; each failure says what fixes it.
 func doctorCmd(e *env, args []string) error {
-	fs := newFlags(e, "doctor", "[--policy FILE] [--db FILE] [--json]")
+	fs := newFlags(e, "doctor", "[--policy FILE] [--db FILE] [--json] | --chromium-version")
 	polFile := fs.String("policy", "", "policy file to check (default: the embedded demo-site policy)")
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	asJSON := fs.Bool("json", false, "print the checks as one JSON object")
+	onlyVersion := fs.Bool("chromium-version", false, "print only the Chromium a run would use, its version, and whether the suite has run green on it (no launch)")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
+	}
+	if *onlyVersion {
+		return chromiumVersion(e)
 	}
 	ctx, sigs, stop := watchSignals(e.stderr)
 	defer stop()
@@ -224,6 +228,21 @@ func checkChromium(ctx context.Context, rt *bridge.Runtime) check {
 	c.Uses += ", launches; wall " + wall // on: how; off: why (README "The wall")
 	c.OK = true
 	return c
+}
+
+// chromiumVersion prints the Chromium a run would use, its version and suiteVerdict on one line
+// (make test prints it: the suite says which Chromium it ran on).
+func chromiumVersion(e *env) error {
+	path, err := bridge.ChromiumPath()
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	v, err := version(context.Background(), path, "--version")
+	if err != nil {
+		return &ExitError{Code: ExitFailure, Err: err}
+	}
+	fmt.Fprintf(e.stdout, "%s at %s (%s)\n", v, path, suiteVerdict(v))
+	return nil
 }
 
 // version runs path args and returns the first line of its output, bounded by startup.Timeout.

@@ -238,7 +238,7 @@ func TestAdversarialMCP(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.Family+"/"+c.Name, func(t *testing.T) {
 				t.Parallel()
-				armed := armOnce(t, c)
+				armed, na := armOnce(t, c)
 				mc := *c
 				mc.Want = mcpWant(c)
 				e := newEnv(t, &mc)
@@ -248,7 +248,7 @@ func TestAdversarialMCP(t *testing.T) {
 					t.Logf("guarded through MCP: %s: %s", g.res.Status, g.res.Reason)
 				}
 				mcpOutMu.Lock()
-				mcpOutcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok, binary: true}
+				mcpOutcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok, binary: true, na: na}
 				mcpOutMu.Unlock()
 			})
 		}

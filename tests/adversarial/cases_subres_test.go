@@ -1,5 +1,13 @@
 package adversarial
 
+import "github.com/browser-agent/browser-agent/internal/testbrowser"
+
+// needs marks c's positive control as needing browser feature f (tcase.Needs).
+func needs(f testbrowser.Feature, c *tcase) *tcase {
+	c.Needs = f
+	return c
+}
+
 func subresourceCases() []*tcase {
 	s := func(name, body string) *tcase { return one("subresource", name, html("<p>Record page.</p>"+body)) }
 	cs := []*tcase{
@@ -9,8 +17,8 @@ func subresourceCases() []*tcase {
 		s("stylesheet", `<link rel=stylesheet href="{canary}/s.css">`),
 		s("css background", `<div style="width:10px;height:10px;background:url('{canary}/bg.png')"></div>`),
 		s("link prefetch", `<link rel=prefetch href="{canary}/prefetch">`),
-		s("speculation rules prefetch", `<script type=speculationrules>{"prefetch":[{"source":"list","urls":["{canary}/spec-prefetch"]}]}</script>`),
-		s("speculation rules prerender", `<script type=speculationrules>{"prerender":[{"source":"list","urls":["/records/SYN-0042/delete"]}]}</script>`),
+		needs(testbrowser.FeaturePrefetch, s("speculation rules prefetch", `<script type=speculationrules>{"prefetch":[{"source":"list","urls":["{canary}/spec-prefetch"]}]}</script>`)),
+		needs(testbrowser.FeaturePrerender, s("speculation rules prerender", `<script type=speculationrules>{"prerender":[{"source":"list","urls":["/records/SYN-0042/delete"]}]}</script>`)),
 		s("fetch", `<script>fetch('{canary}/fetch').catch(()=>{})</script>`),
 		s("fetch post to site", `<script>fetch('/records/SYN-0042',{method:'POST',body:'status=closed'}).catch(()=>{})</script>`),
 		s("xhr", `<script>const x=new XMLHttpRequest();x.open('GET','{canary}/xhr');x.send()</script>`),

@@ -26,6 +26,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/cli"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
@@ -64,6 +65,7 @@ type tcase struct {
 	External     string                                   // file the case came from, for external cases
 	HTTPS        bool                                     // site and canary are https (cases_https_test.go)
 	Check        func(e *env, g guarded) error            // more assertions on the guarded run
+	Needs        testbrowser.Feature                      // a browser feature the positive control needs ("": none)
 }
 
 var (
@@ -712,6 +714,7 @@ func controlOnce(t *testing.T, c *tcase, slow time.Duration) []string {
 type outcome struct {
 	family               string
 	armed, guard, binary bool
+	na                   string // not applicable on this browser: the line that says why ("" otherwise)
 }
 
 var (
@@ -721,7 +724,7 @@ var (
 
 func runCase(t *testing.T, c *tcase, inBinary bool) {
 	start := time.Now()
-	armed := armOnce(t, c)
+	armed, na := armOnce(t, c)
 	armedAt := time.Now()
 	e := newEnv(t, c)
 	g := runGuarded(t, e, inBinary)
@@ -735,37 +738,66 @@ func runCase(t *testing.T, c *tcase, inBinary bool) {
 	}
 	t.Logf("times: control %s, guarded %s", armedAt.Sub(start).Round(time.Millisecond), time.Since(armedAt).Round(time.Millisecond))
 	outMu.Lock()
-	outcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok, binary: inBinary}
+	outcomes[c.Family+"/"+c.Name] = outcome{family: c.Family, armed: armed, guard: ok, binary: inBinary, na: na}
 	outMu.Unlock()
 }
 
 // armOnce runs the case's positive control, once per package: a case run again (through MCP)
-// reuses the control's trips, which came from the same pages and the same control function. It
-// reports whether the control was armed, and fails the case when it was not.
-func armOnce(t *testing.T, c *tcase) bool {
+// reuses the control's verdict, which came from the same pages and the same control function. It
+// reports whether the control was armed, and fails the case when it was not. A case whose control
+// needs a browser feature (Needs) is probed for it first, in the browser the control runs in:
+// where the browser lacks it and the control trips nothing, the case is not applicable (na says
+// why; it is reported, and its guarded side still runs and must hold); a control that trips
+// although the probe said "absent" fails the case (testbrowser.Verdict.Control).
+func armOnce(t *testing.T, c *tcase) (armed bool, na string) {
 	key := c.Family + "/" + c.Name
 	armedMu.Lock()
-	trips, seen := armedTrips[key]
+	v, seen := armedTrips[key]
 	armedMu.Unlock()
 	if seen {
-		t.Logf("positive control armed earlier in this package: %s", strings.Join(trips, ", "))
-		return true
+		if v.na != "" {
+			testbrowser.ReportNotApplicable(t, key, v.na+" (probed earlier in this package)")
+			return false, v.na
+		}
+		t.Logf("positive control armed earlier in this package: %s", strings.Join(v.trips, ", "))
+		return true, ""
 	}
-	trips = runControl(t, c)
+	trips := runControl(t, c)
+	if c.Needs != "" {
+		verdict := testbrowser.Probe(t, controlBrowser(t, c), c.Needs)
+		na, err := verdict.Control(len(trips) > 0)
+		if err != nil {
+			t.Errorf("%v (tripped: %q)", err, trips)
+			return false, ""
+		}
+		if na != "" {
+			testbrowser.ReportNotApplicable(t, key, na)
+			armedMu.Lock()
+			armedTrips[key] = armedVerdict{na: na}
+			armedMu.Unlock()
+			return false, na
+		}
+	}
 	if len(trips) == 0 {
 		t.Errorf("NOT ARMED: the hostile behaviour tripped nothing against the unguarded browser or naive check")
-		return false
+		return false, ""
 	}
 	t.Logf("armed: %s", strings.Join(trips, ", "))
 	armedMu.Lock()
-	armedTrips[key] = trips
+	armedTrips[key] = armedVerdict{trips: trips}
 	armedMu.Unlock()
-	return true
+	return true, ""
+}
+
+// armedVerdict is a positive control's outcome, kept for the case's runs after the first.
+type armedVerdict struct {
+	trips []string
+	na    string
 }
 
 var (
 	armedMu    sync.Mutex
-	armedTrips = map[string][]string{} // family/name -> what its positive control tripped
+	armedTrips = map[string]armedVerdict{} // family/name -> what its positive control tripped
 )
 
 // binaryTier picks the cases that run the real binary: the first case of each family over http and
@@ -790,9 +822,9 @@ func binaryTier(cases []*tcase) map[*tcase]bool {
 // how many passed; with $ADVERSARIAL_SUMMARY set it also appends the table to that file (make
 // test prints it at the end).
 func summary(t *testing.T, title string, mu *sync.Mutex, outs map[string]outcome) {
-	type row struct{ cases, binary, armed, passed int }
+	type row struct{ cases, binary, armed, na, passed int }
 	rows := map[string]*row{}
-	var fams []string
+	var fams, nas []string
 	mu.Lock()
 	for _, o := range outs {
 		r := rows[o.family]
@@ -808,17 +840,22 @@ func summary(t *testing.T, title string, mu *sync.Mutex, outs map[string]outcome
 		if o.armed {
 			r.armed++
 		}
-		if o.guard && o.armed {
+		if o.na != "" {
+			r.na++
+			nas = append(nas, o.na)
+		}
+		if o.guard && (o.armed || o.na != "") {
 			r.passed++
 		}
 	}
 	mu.Unlock()
+	slices.Sort(nas)
 	sort.Strings(fams)
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s\n%-14s %6s %8s %7s %6s %6s\n", title, "family", "cases", "process", "binary", "armed", "passed")
+	fmt.Fprintf(&b, "\n%s\n%-14s %6s %8s %7s %6s %6s %6s\n", title, "family", "cases", "process", "binary", "armed", "n/a", "passed")
 	var tot row
 	line := func(f string, r row) {
-		fmt.Fprintf(&b, "%-14s %6d %8d %7d %6d %6d\n", f, r.cases, r.cases-r.binary, r.binary, r.armed, r.passed)
+		fmt.Fprintf(&b, "%-14s %6d %8d %7d %6d %6d %6d\n", f, r.cases, r.cases-r.binary, r.binary, r.armed, r.na, r.passed)
 	}
 	for _, f := range fams {
 		r := rows[f]
@@ -826,9 +863,20 @@ func summary(t *testing.T, title string, mu *sync.Mutex, outs map[string]outcome
 		tot.cases += r.cases
 		tot.binary += r.binary
 		tot.armed += r.armed
+		tot.na += r.na
 		tot.passed += r.passed
 	}
 	line("total", tot)
+	if len(nas) > 0 {
+		fmt.Fprintf(&b, "n/a: a browser feature the positive control needs is missing here; the guarded side ran and held\n")
+		n := map[string]int{}
+		for _, na := range nas {
+			n[na]++
+		}
+		for _, na := range slices.Compact(nas) {
+			fmt.Fprintf(&b, "  %s: %d case(s)\n", na, n[na])
+		}
+	}
 	t.Log(b.String())
 	if f := os.Getenv("ADVERSARIAL_SUMMARY"); f != "" {
 		if fh, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
