@@ -23,6 +23,9 @@ type pageState struct {
 	fields    []Field
 	unread    int    // text runs not proven visible (snapshot.withheld)
 	unproven  string // why
+	// invisible counts the code points withheld as drawing nothing (stripInvisible): those of the
+	// text read so far, and those of the latest links, fields, title and heading.
+	invisibleText, invisibleRest int
 	vis       *visState
 }
 
@@ -63,6 +66,11 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	defer c.mu.Unlock()
 	if st.withheld {
 		return
+	}
+	text, rest := stripInvisible(snap)
+	st.invisibleText += text
+	if rest > 0 || snap.links != nil || snap.fields != nil {
+		st.invisibleRest = rest
 	}
 	switch {
 	case st.text == "":

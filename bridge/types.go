@@ -24,16 +24,26 @@ type Page struct {
 	// visible (not shown after scrolling, or the pixel phase ran out of time); Unproven says why.
 	Withheld int
 	Unproven string
+	// Invisible counts the code points of the page withheld because no font draws them (tag
+	// characters, zero-width carriers, bidirectional overrides: package invisible).
+	Invisible int
 }
 
 // WithheldNote is the sentence a tool result carries about withheld text, or "".
-func (p Page) WithheldNote() string { return withheldNote(p.Withheld, p.Unproven) }
+func (p Page) WithheldNote() string { return withheldNote(p.Withheld, p.Unproven, p.Invisible) }
 
-func withheldNote(n int, why string) string {
-	if n == 0 {
-		return ""
+func withheldNote(n int, why string, invisible int) string {
+	var note string
+	if n > 0 {
+		note = fmt.Sprintf("%d passage(s) of this page were not read: their visibility could not be proven by rendering (%s); they are treated as not visible", n, why)
 	}
-	return fmt.Sprintf("%d passage(s) of this page were not read: their visibility could not be proven by rendering (%s); they are treated as not visible", n, why)
+	if invisible > 0 {
+		if note != "" {
+			note += "; "
+		}
+		note += fmt.Sprintf("%d invisible character(s) were withheld: no font draws them (tag characters, zero-width or bidirectional controls), so no person reads them", invisible)
+	}
+	return note
 }
 
 // Hop is one redirect hop and the decision taken on it.
@@ -51,12 +61,13 @@ type Chunk struct {
 	Next   int
 	More   bool // more visible text follows, or is still to be proven visible by the next Read
 	// Withheld and Unproven are the page's, as in Page, as far as it has been read.
-	Withheld int
-	Unproven string
+	Withheld  int
+	Unproven  string
+	Invisible int
 }
 
 // WithheldNote is the sentence a tool result carries about withheld text, or "".
-func (c Chunk) WithheldNote() string { return withheldNote(c.Withheld, c.Unproven) }
+func (c Chunk) WithheldNote() string { return withheldNote(c.Withheld, c.Unproven, c.Invisible) }
 
 // Link is an anchor on the current page, resolved and decided.
 type Link struct {

@@ -37,6 +37,11 @@ func httpsCases() []*tcase {
 		}
 	}
 	out = append(out, visibilityHTTPSCases()...)
+	for _, c := range unicodeCases() {
+		if strings.Contains(c.Name, "tag sentence after") || strings.Contains(c.Name, "bits") || strings.Contains(c.Name, "override") {
+			out = append(out, overHTTPS(c))
+		}
+	}
 	return append(out, tlsCases()...)
 }
 

@@ -458,7 +458,7 @@ func checkGuarded(t *testing.T, e *env, g guarded) bool {
 		}
 	}
 	for _, m := range e.markers() {
-		if m != "" && (strings.Contains(g.transc, m) || strings.Contains(g.stdout, m)) {
+		if m != "" && (strings.Contains(modelReads(g.transc), m) || strings.Contains(modelReads(g.stdout), m)) {
 			fail("hidden marker %q reached the transcript or stdout", m)
 		}
 	}
@@ -649,7 +649,7 @@ func (x *ctl) tripped() []string {
 	if n := e.mutations.Load(); n > 0 {
 		trips = append(trips, fmt.Sprintf("mutations %d", n))
 	}
-	text := x.text.String()
+	text := modelReads(x.text.String())
 	for _, s := range e.secrets() {
 		if s != "" && strings.Contains(text, s) {
 			trips = append(trips, "secret read")
@@ -889,7 +889,7 @@ func summary(t *testing.T, title string, mu *sync.Mutex, outs map[string]outcome
 // allCases is the built-in table plus the external cases.
 func allCases(t *testing.T) []*tcase {
 	var cs []*tcase
-	for _, fam := range [][]*tcase{urlCases(), requestCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), lateCases(), visibilityCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
+	for _, fam := range [][]*tcase{urlCases(), requestCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), lateCases(), visibilityCases(), unicodeCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
 		cs = append(cs, fam...)
 	}
 	ext, err := loadExternal(os.Getenv("ADVERSARIAL_CASES_DIR"))
