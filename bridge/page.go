@@ -26,7 +26,7 @@ type pageState struct {
 	// invisible counts the code points withheld as drawing nothing (stripInvisible): those of the
 	// text read so far, and those of the latest links, fields, title and heading.
 	invisibleText, invisibleRest int
-	vis       *visState
+	vis                          *visState
 }
 
 // whole reports whether the page's text is complete: no run is left for a later read.
