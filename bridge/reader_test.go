@@ -360,3 +360,32 @@ func TestReaderOutOfTime(t *testing.T) {
 		t.Errorf("Open: More %v Withheld %d note %q; want the page's runs withheld and said so", p.More, p.Withheld, p.WithheldNote())
 	}
 }
+
+// TestReaderScripts is the ordinary side of the invisible-characters guard: text of many scripts
+// whose joiners, selectors and tags are part of what a person sees (emoji sequences, a
+// subdivision flag, Persian, Hindi and Malayalam joiners, a Japanese ideographic variant,
+// right-to-left text) reaches the output character for character, and nothing is counted as
+// invisible.
+func TestReaderScripts(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+newKey()+"/scripts.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := p.Text
+	if p.More {
+		text += readAll(t, s)[len(p.Text):]
+	}
+	for _, want := range []string{
+		"👨\u200d👩\u200d👧\u200d👦", "👩🏽\u200d🔬", "❤\ufe0f", "1\ufe0f\u20e3", "🇫🇷", "🏴\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F", "🏳\ufe0f\u200d🌈",
+		"שלום עולם — مرحبا بالعالم", "می\u200cخواهم", "क्\u200dष", "ന്\u200d", "葛\U000E0100城市", "한국어 텍스트", "ภาษาไทย", "Café — naïve “quotes” … 1 000 €",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q (%+q):\n%s", want, want, text)
+		}
+	}
+	if p.Invisible != 0 {
+		t.Errorf("Invisible = %d on ordinary text, want 0 (%s)", p.Invisible, p.WithheldNote())
+	}
+}
