@@ -18,6 +18,7 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/internal/guarded"
+	"github.com/browser-agent/browser-agent/internal/invisible"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
 )
@@ -265,6 +266,13 @@ func (g *Guard) wrap(name string, res *mcp.CallToolResult, text string, did []st
 	status := "ok"
 	if upstreamError(res, text) != "" {
 		status = "error"
+	}
+	// What the upstream's snapshot holds is the DOM's text: code points no font draws (tag
+	// characters, zero-width carriers, bidirectional overrides) are withheld, as from the agent's
+	// own reads, and counted.
+	text, n := invisible.Strip(text)
+	if n > 0 {
+		did = append(slices.Clone(did), fmt.Sprintf("%d invisible character(s) withheld: no font draws them, so no person reads them", n))
 	}
 	m := map[string]any{"tool": name, "status": status, "untrusted_page_data": map[string]any{"text": strings.TrimSuffix(text, "\n")}}
 	if len(did) > 0 {
