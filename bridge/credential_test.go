@@ -249,3 +249,37 @@ func TestCredentialText(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialNeverRendered opens a page whose scripts create editable elements, password
+// fields among them, and remove them in the same task (in the document, a closed shadow root and
+// a frame; at parse time and when a fetch answers), as jQuery 1-3's selector engine does at load:
+// no frame ever rendered them, nobody could meet them, and the page is read. Its twin,
+// TestCredentialOneFrame, shows the same fields for one frame and must be withheld.
+func TestCredentialNeverRendered(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	openReadable(t, s, "never-rendered", "NEVER-RENDERED-ok", "Public text")
+	if _, err := s.Read(ctxT(t), 0); err != nil {
+		t.Errorf("Read after the fetch's fields: %v", err)
+	}
+}
+
+// TestCredentialOneFrame shows a credential field for one rendered frame and removes it: a
+// password input, a text input masked by style in a closed shadow root, a one-time-code input in
+// a frame. A person could have met each, so each page is withheld.
+func TestCredentialOneFrame(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	for _, v := range []string{"one-frame", "one-frame-masked", "one-frame-frame"} {
+		t.Run(v, func(t *testing.T) {
+			p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, newKey(), v))
+			if strings.Contains(p.Text, "SECRET-NET") {
+				t.Errorf("Open(%s) handed over the page's text: %q", v, p.Text)
+			}
+			if !errors.Is(err, ErrCredentialRequired) {
+				t.Fatalf("Open(%s): got err %v, want ErrCredentialRequired", v, err)
+			}
+			checkWithheld(t, s, v)
+		})
+	}
+}
