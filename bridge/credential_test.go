@@ -39,15 +39,34 @@ func TestCredentialWithheld(t *testing.T) {
 			if want := (Page{URL: url, Status: 200}); fmt.Sprint(p) != fmt.Sprint(want) {
 				t.Errorf("Open(%s):\n\tgot  %+v\n\twant %+v", v, p, want)
 			}
+			// The error names the page and the field, in the bridge's words, never a value.
+			ce, ok := errors.AsType[*CredentialError](err)
+			if !ok || ce.URL != url || ce.Field == "" || strings.Contains(ce.Field, "hunter2") {
+				t.Errorf("Open(%s): got %#v, want a CredentialError for %s naming the field", v, ce, url)
+			} else if want := credentialNamed[v]; want != "" && !strings.HasPrefix(ce.Field, want) {
+				t.Errorf("Open(%s): field %q, want %q", v, ce.Field, want)
+			}
 			checkWithheld(t, s, v)
 		})
 	}
+}
+
+// credentialNamed is how the bridge names the field of some of cred.html's variants.
+var credentialNamed = map[string]string{
+	"password":    "input type=password",
+	"otp":         "input type=text with autocomplete one-time-code",
+	"cc":          "input type=text with autocomplete cc-number",
+	"label-for":   "input type=text named by the words verification code",
+	"placeholder": "input type=text named by the words card number",
+	"masked-only": "input type=text with masked text",
 }
 
 func checkWithheld(t *testing.T, s *Session, v string) {
 	t.Helper()
 	if c, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrCredentialRequired) || c.Text != "" {
 		t.Errorf("Read(%s): got %q, %v, want ErrCredentialRequired", v, c.Text, err)
+	} else if ce, ok := errors.AsType[*CredentialError](err); !ok || ce.URL == "" || ce.Field == "" {
+		t.Errorf("Read(%s): got %v, want a CredentialError naming the page and the field", v, err)
 	}
 	if l, err := s.Links(ctxT(t)); !errors.Is(err, ErrCredentialRequired) || l != nil {
 		t.Errorf("Links(%s): got %v, %v, want ErrCredentialRequired", v, l, err)
