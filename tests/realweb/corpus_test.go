@@ -159,9 +159,9 @@ type reading struct {
 
 // read opens url in the guarded browser and reads it to its end, as a model that reads every
 // chunk would.
-func (c *corpus) read(url string) reading {
+func (c *corpus) read(url string) (r reading) {
 	start := time.Now()
-	r := reading{URL: url}
+	r.URL = url
 	defer func() { r.Took = time.Since(start) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -203,25 +203,49 @@ func (c *corpus) read(url string) reading {
 }
 
 // plainLines are the non-empty lines of url's document.body.innerText in an unguarded Chromium:
-// what a person reads there.
-func plainLines(t testing.TB, page playwright.Page, url string) []string {
+// what a person reads there. fields are those of them that only the page's editable elements hold
+// (input, textarea, select, contenteditable, role=textbox: an editor's text, a select's options):
+// a field's value never reaches the model, by design, so they are counted apart.
+func plainLines(t testing.TB, page playwright.Page, url string) (lines []string, fields map[string]bool) {
 	t.Helper()
 	if _, err := page.Goto(url, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad}); err != nil {
 		t.Fatalf("plain Chromium: %s: %v", url, err)
 	}
 	page.WaitForTimeout(300)
-	v, err := page.Evaluate(`() => document.body.innerText`)
+	v, err := page.Evaluate(`() => {
+  const all = document.body.innerText;
+  const s = document.createElement('style');
+  s.textContent = 'input, textarea, select, [contenteditable]:not([contenteditable=false]), [role=textbox] { display: none !important; }';
+  document.head.appendChild(s);
+  const rest = document.body.innerText;
+  s.remove();
+  return [all, rest];
+}`)
 	if err != nil {
 		t.Fatalf("plain Chromium: innerText of %s: %v", url, err)
 	}
-	s, _ := v.(string)
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = squash(l); l != "" {
-			out = append(out, l)
+	vs, _ := v.([]any)
+	split := func(x any) []string {
+		s, _ := x.(string)
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if l = squash(l); l != "" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if len(vs) != 2 {
+		t.Fatalf("plain Chromium: innerText of %s: got %v", url, v)
+	}
+	lines, rest := split(vs[0]), split(vs[1])
+	fields = map[string]bool{}
+	for _, l := range lines {
+		if !slices.Contains(rest, l) {
+			fields[l] = true
 		}
 	}
-	return out
+	return lines, fields
 }
 
 // squash collapses runs of white space (NBSP included) to one space and trims.
