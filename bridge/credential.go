@@ -92,28 +92,34 @@ var nonTextInputs = map[string]bool{
 	"radio": true, "file": true, "range": true, "color": true,
 }
 
-// credentialField says why one editable element is a credential field, or "".
+// credentialField says why one editable element is a credential field, or "": the field (its
+// kind, its input type) and the signal that named it (the type, an autocomplete token, masked
+// text, the credential words of its names or of the text before it, the shape of a code). The
+// sentence is made only of this package's own words (fieldKind, the input types and autocomplete
+// tokens HTML defines, the phrases above), never of a value or of other text the page chose: it is
+// shown to a person and kept in the audit.
 func credentialField(c control) string {
 	tag := strings.ToLower(c.Tag)
 	typ := strings.ToLower(strings.TrimSpace(c.Type))
+	field := fieldKind(tag, typ)
 	if tag == "input" && typ == "password" {
-		return "password input"
+		return field
 	}
 	for _, tok := range strings.Fields(strings.ToLower(c.Autocomplete)) {
 		if credentialAutocomplete[tok] || strings.HasPrefix(tok, "cc-") {
-			return fmt.Sprintf("%s field with autocomplete %s", tag, tok)
+			return fmt.Sprintf("%s with autocomplete %s", field, autocompleteToken(tok))
 		}
 	}
 	if tag == "input" && nonTextInputs[typ] {
 		return ""
 	}
 	if c.Masked {
-		return tag + " field with masked text"
+		return field + " with masked text"
 	}
 	search := typ == "search" || strings.EqualFold(c.Role, "searchbox")
 	for _, t := range c.Names {
 		if p := credentialText(t); p != "" {
-			return fmt.Sprintf("%s field named %q", tag, p)
+			return fmt.Sprintf("%s named by the words %s", field, p)
 		}
 		if hasAny(normalizeName(t), searchWords) {
 			search = true
@@ -122,7 +128,7 @@ func credentialField(c control) string {
 	if !search {
 		for _, t := range c.Near {
 			if p := credentialText(t); p != "" {
-				return fmt.Sprintf("%s field next to %q", tag, p)
+				return fmt.Sprintf("%s after the words %s", field, p)
 			}
 		}
 	}
@@ -132,9 +138,47 @@ func credentialField(c control) string {
 				return ""
 			}
 		}
-		return tag + " field shaped like a short numeric code"
+		return field + " shaped like a short numeric code"
 	}
 	return ""
+}
+
+// inputTypes are the input types HTML defines; any other is read as text, as browsers do.
+var inputTypes = map[string]bool{
+	"text": true, "password": true, "email": true, "tel": true, "url": true, "search": true, "number": true,
+	"date": true, "datetime-local": true, "month": true, "week": true, "time": true, "hidden": true,
+	"submit": true, "button": true, "reset": true, "image": true, "checkbox": true, "radio": true,
+	"file": true, "range": true, "color": true,
+}
+
+// ccTokens are the autocomplete tokens HTML defines for payment cards.
+var ccTokens = map[string]bool{
+	"cc-name": true, "cc-given-name": true, "cc-additional-name": true, "cc-family-name": true,
+	"cc-number": true, "cc-exp": true, "cc-exp-month": true, "cc-exp-year": true, "cc-csc": true, "cc-type": true,
+}
+
+// fieldKind names a field by its element and input type in this package's words: "input
+// type=password", "textarea", "select", "editable element" (a contenteditable host or a
+// role=textbox; its tag may be any name the page chose).
+func fieldKind(tag, typ string) string {
+	switch tag {
+	case "input":
+		if !inputTypes[typ] {
+			typ = "text"
+		}
+		return "input type=" + typ
+	case "textarea", "select":
+		return tag
+	}
+	return "editable element"
+}
+
+// autocompleteToken is tok when HTML defines it, else "cc-*" (a cc- token of the page's own).
+func autocompleteToken(tok string) string {
+	if credentialAutocomplete[tok] || ccTokens[tok] {
+		return tok
+	}
+	return "cc-*"
 }
 
 // codeShaped reports the signals of a one-time code or PIN: a numeric field (inputmode, type or a
@@ -408,7 +452,7 @@ func findCredential(root *cdpNode) string {
 			ml, _ := strconv.Atoi(strings.TrimSpace(c.n.attr("maxlength")))
 			tag := c.n.LocalName
 			if tag != "input" && tag != "textarea" && tag != "select" {
-				tag = "editable " + tag
+				tag = "editable"
 			}
 			w := credentialField(control{
 				Tag: tag, Type: c.n.attr("type"), Role: c.n.attr("role"), Autocomplete: c.n.attr("autocomplete"),

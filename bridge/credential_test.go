@@ -39,15 +39,34 @@ func TestCredentialWithheld(t *testing.T) {
 			if want := (Page{URL: url, Status: 200}); fmt.Sprint(p) != fmt.Sprint(want) {
 				t.Errorf("Open(%s):\n\tgot  %+v\n\twant %+v", v, p, want)
 			}
+			// The error names the page and the field, in the bridge's words, never a value.
+			ce, ok := errors.AsType[*CredentialError](err)
+			if !ok || ce.URL != url || ce.Field == "" || strings.Contains(ce.Field, "hunter2") {
+				t.Errorf("Open(%s): got %#v, want a CredentialError for %s naming the field", v, ce, url)
+			} else if want := credentialNamed[v]; want != "" && !strings.HasPrefix(ce.Field, want) {
+				t.Errorf("Open(%s): field %q, want %q", v, ce.Field, want)
+			}
 			checkWithheld(t, s, v)
 		})
 	}
+}
+
+// credentialNamed is how the bridge names the field of some of cred.html's variants.
+var credentialNamed = map[string]string{
+	"password":    "input type=password",
+	"otp":         "input type=text with autocomplete one-time-code",
+	"cc":          "input type=text with autocomplete cc-number",
+	"label-for":   "input type=text named by the words verification code",
+	"placeholder": "input type=text named by the words card number",
+	"masked-only": "input type=text with masked text",
 }
 
 func checkWithheld(t *testing.T, s *Session, v string) {
 	t.Helper()
 	if c, err := s.Read(ctxT(t), 0); !errors.Is(err, ErrCredentialRequired) || c.Text != "" {
 		t.Errorf("Read(%s): got %q, %v, want ErrCredentialRequired", v, c.Text, err)
+	} else if ce, ok := errors.AsType[*CredentialError](err); !ok || ce.URL == "" || ce.Field == "" {
+		t.Errorf("Read(%s): got %v, want a CredentialError naming the page and the field", v, err)
 	}
 	if l, err := s.Links(ctxT(t)); !errors.Is(err, ErrCredentialRequired) || l != nil {
 		t.Errorf("Links(%s): got %v, %v, want ErrCredentialRequired", v, l, err)
@@ -247,5 +266,39 @@ func TestCredentialText(t *testing.T) {
 		if got := credentialText(tt.in); got != tt.want {
 			t.Errorf("credentialText(%q):\n\tgot  %q\n\twant %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestCredentialNeverRendered opens a page whose scripts create editable elements, password
+// fields among them, and remove them in the same task (in the document, a closed shadow root and
+// a frame; at parse time and when a fetch answers), as jQuery 1-3's selector engine does at load:
+// no frame ever rendered them, nobody could meet them, and the page is read. Its twin,
+// TestCredentialOneFrame, shows the same fields for one frame and must be withheld.
+func TestCredentialNeverRendered(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	openReadable(t, s, "never-rendered", "NEVER-RENDERED-ok", "Public text")
+	if _, err := s.Read(ctxT(t), 0); err != nil {
+		t.Errorf("Read after the fetch's fields: %v", err)
+	}
+}
+
+// TestCredentialOneFrame shows a credential field for one rendered frame and removes it: a
+// password input, a text input masked by style in a closed shadow root, a one-time-code input in
+// a frame. A person could have met each, so each page is withheld.
+func TestCredentialOneFrame(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	for _, v := range []string{"one-frame", "one-frame-masked", "one-frame-frame"} {
+		t.Run(v, func(t *testing.T) {
+			p, err := s.Open(ctxT(t), fmt.Sprintf("%s/p/%s/cred.html?v=%s", testFix.Site, newKey(), v))
+			if strings.Contains(p.Text, "SECRET-NET") {
+				t.Errorf("Open(%s) handed over the page's text: %q", v, p.Text)
+			}
+			if !errors.Is(err, ErrCredentialRequired) {
+				t.Fatalf("Open(%s): got err %v, want ErrCredentialRequired", v, err)
+			}
+			checkWithheld(t, s, v)
+		})
 	}
 }

@@ -15,7 +15,8 @@ type pageState struct {
 	status    int
 	hops      []Hop
 	truncated bool
-	withheld  bool // a credential field was found: nothing from the page is returned
+	withheld  bool   // a credential field was found: nothing from the page is returned
+	field     string // the field that withheld it (credentialField's sentence)
 	title     string
 	heading   string // the first visible h1 of the main frame
 	text      string
@@ -50,12 +51,23 @@ func (c *pageCache) get() *pageState {
 	return c.cur
 }
 
-// withhold marks st withheld and drops what was read of it.
-func (c *pageCache) withhold(st *pageState) {
+// withhold marks st withheld because of field and drops what was read of it. It returns the
+// error every later use of the page gets.
+func (c *pageCache) withhold(st *pageState, field string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st.withheld = true
+	if !st.withheld {
+		st.withheld, st.field = true, field
+	}
 	st.title, st.heading, st.text, st.links, st.fields = "", "", "", nil, nil
+	return &CredentialError{URL: st.url, Field: st.field}
+}
+
+// credentialErr is the error a use of the withheld page st gets.
+func (c *pageCache) credentialErr(st *pageState) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &CredentialError{URL: st.url, Field: st.field}
 }
 
 // add appends what a read of st's page proved visible: the text after what earlier reads gave

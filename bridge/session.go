@@ -310,9 +310,8 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 			return err
 		}
 		if cred != "" {
-			s.pages.withhold(st)
 			s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(st.url), cred)
-			return ErrCredentialRequired
+			return s.pages.withhold(st, cred)
 		}
 		s.pages.add(st, snap, s.cfg.textCap)
 		if snap.withheld > 0 {
@@ -346,7 +345,7 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 		return nil, ErrNoPage
 	}
 	if st.withheld {
-		return nil, ErrCredentialRequired
+		return nil, s.pages.credentialErr(st)
 	}
 	defer s.cfg.took("recheck", time.Now())
 	v, err := s.read.view(ctx, nil)
@@ -366,9 +365,8 @@ func (s *Session) current(ctx context.Context) (*pageState, error) {
 		return nil, ErrPageChanged
 	}
 	if cred != "" {
-		s.pages.withhold(st)
 		s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(st.url), cred)
-		return nil, ErrCredentialRequired
+		return nil, s.pages.withhold(st, cred)
 	}
 	return st, nil
 }
@@ -486,9 +484,8 @@ func (s *Session) Screenshot(ctx context.Context) (png []byte, err error) {
 			return fmt.Errorf("screenshot: credential scan: %w", err)
 		}
 		if why != "" {
-			s.pages.withhold(st)
 			s.cfg.logf("bridge: %s withheld: %s", policy.CleanURL(st.url), why)
-			return fmt.Errorf("screenshot: %w", ErrCredentialRequired)
+			return fmt.Errorf("screenshot: %w", s.pages.withhold(st, why))
 		}
 		png = b
 		return nil

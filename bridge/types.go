@@ -100,6 +100,26 @@ const (
 	ErrRedirectLoop Error = "redirect loop"
 )
 
+// CredentialError is ErrCredentialRequired with what the bridge saw: the URL of the page and the
+// field that made it withhold the page, in the bridge's own words (its kind, its input type and
+// the signal: "input type=text with autocomplete one-time-code", "input type=text named by the
+// words card number"), never a value or other text of the page. errors.Is(err,
+// ErrCredentialRequired) holds for it.
+type CredentialError struct {
+	URL   string
+	Field string
+}
+
+func (e *CredentialError) Error() string {
+	if e.Field == "" {
+		return string(ErrCredentialRequired)
+	}
+	return string(ErrCredentialRequired) + ": " + e.Field
+}
+
+// Is makes a CredentialError an ErrCredentialRequired.
+func (e *CredentialError) Is(target error) bool { return target == ErrCredentialRequired }
+
 // DeniedError is returned when the policy denied a navigation (the first URL or a redirect hop).
 type DeniedError struct {
 	URL      string

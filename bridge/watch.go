@@ -47,7 +47,7 @@ type watchReport struct {
 func (r *watchReport) credential() string {
 	for _, c := range r.Controls {
 		if why := credentialField(c); why != "" {
-			return why + " (seen by the watch)"
+			return why + ", seen by the watch"
 		}
 	}
 	if r.Overflow {

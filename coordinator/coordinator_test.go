@@ -98,11 +98,12 @@ func TestPresets(t *testing.T) {
 					t.Errorf("uncertain run has an answer: %+v", res.Answer)
 				}
 			case "sign-in":
-				if res.Reason == "" || !strings.Contains(res.Reason, "sign-in required") {
-					t.Errorf("reason: got %q", res.Reason)
+				// The refusal names the page and the field: its kind, type and signal.
+				if want := "sign-in required: a credential field (input type=password) is on the page opened from " + d.url("/login"); !strings.HasPrefix(res.Reason, want) {
+					t.Errorf("reason:\n\tgot  %q\n\twant %q...", res.Reason, want)
 				}
 				last := res.Steps[len(res.Steps)-1]
-				if last.Reason != coordinator.ReasonCredential || last.Layer != policy.LayerBrowser {
+				if last.Reason != coordinator.ReasonCredential+": input type=password" || last.Layer != policy.LayerBrowser {
 					t.Errorf("last step: got %+v", last)
 				}
 				// Nothing from the credential page reached the model: the run ended at the call.

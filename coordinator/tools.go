@@ -569,6 +569,15 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 	switch {
 	case errors.Is(err, bridge.ErrCredentialRequired):
 		r.page = nil
+		// What the bridge saw, in its own words: the page (the URL it ended on, redirects
+		// followed) and the field (its kind, input type and signal, never a value).
+		field, at := "", url
+		if ce, ok := errors.AsType[*bridge.CredentialError](err); ok {
+			field = ce.Field
+			if ce.URL != "" {
+				at = ce.URL
+			}
+		}
 		if r.c.signIn != nil && !r.signedIn {
 			// serve: the run waits for a person to take over and sign in. Nothing of the page
 			// reaches the model either way; a takeover is journaled as counts.
@@ -584,10 +593,14 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 				}
 			}
 		}
+		reason, what := ReasonCredential, "a credential field"
+		if field != "" {
+			reason, what = ReasonCredential+": "+field, "a credential field ("+field+")"
+		}
 		return outcome{
-			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: ReasonCredential, Layer: policy.LayerBrowser}),
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}),
 			stop:       StatusHuman,
-			stopReason: "sign-in required: a credential field is on the page opened from " + r.redact.URL(url) + "; a person must take over",
+			stopReason: "sign-in required: " + what + " is on the page opened from " + r.shownURL(at) + "; a person must take over",
 		}
 	case errors.Is(err, bridge.ErrNoPage):
 		r.page = nil
@@ -749,6 +762,18 @@ func (r *run) fields(ctx context.Context) outcome {
 		content: encodeResult(envelope{Tool: ToolExtractFields, Status: resultOK, Source: url, RetrievedAt: now.Format(time.RFC3339Nano),
 			Untrusted: map[string]any{"fields": out}}),
 	}
+}
+
+// shownURL is url as a stop reason shows it: through the run's Redactor, or, in a session that
+// has none (MCP: no task, so no record identifier), its origin and path. The audit keeps a
+// reason only through auditText either way.
+func (r *run) shownURL(url string) string {
+	if r.redact != nil {
+		if red := r.redact.URL(url); red != "" {
+			return red
+		}
+	}
+	return policy.CleanURL(url)
 }
 
 // Audit text. A step's or a run's reason may quote what the model wrote (an argument name, a

@@ -100,6 +100,7 @@
     return d && d.get;
   };
   const N = g.Node && g.Node.prototype, E = g.Element && g.Element.prototype;
+  const ownDoc = g.document;
   const MO = g.MutationObserver;
   const state = { list: '', n: 0, overflow: false, seen: new Map() };
   if (N && E && MO) {
@@ -110,7 +111,7 @@
     const localName = getter(E, 'localName'), nodeType = getter(N, 'nodeType'), parentNode = getter(N, 'parentNode');
     const textContent = getter(N, 'textContent'), previousSibling = getter(N, 'previousSibling');
     const editable = getter(g.HTMLElement.prototype, 'isContentEditable');
-    const ownerDocument = getter(N, 'ownerDocument');
+    const ownerDocument = getter(N, 'ownerDocument'), isConnected = getter(N, 'isConnected');
     const labelsOf = [g.HTMLInputElement, g.HTMLTextAreaElement, g.HTMLSelectElement].map((c) => c && getter(c.prototype, 'labels'));
     const gcs = g.getComputedStyle, getProp = g.CSSStyleDeclaration.prototype.getPropertyValue;
     const lower = String.prototype.toLowerCase, slice = String.prototype.slice, trim = String.prototype.trim;
@@ -126,6 +127,13 @@
     const attr = (el, n) => { const v = apply(getAttribute, el, [n]); return v === null ? '' : '' + v; };
     const text = (n, max) => { const t = apply(textContent, n, []); return t ? apply(slice, apply(trim, t, []), [0, max]) : ''; };
     const describe = (el) => {
+      // Only an element of this frame's document (its own tree or a shadow root in it) when the
+      // records are delivered: a mutation's records arrive before the next frame is rendered, so
+      // an element that is out of the document by then was created and removed before any frame
+      // showed it (jQuery 1-3 does this at load to test the selector engine) and nobody could meet
+      // it. One that was in the document when its records came is described, even if a later task
+      // removes it (a field shown for one frame still withholds the page).
+      if (!apply(isConnected, el, []) || apply(ownerDocument, el, []) !== ownDoc) return;
       const tag = apply(localName, el, []);
       let type = '';
       if (tag === 'input') {
@@ -162,7 +170,9 @@
         for (let p = apply(previousSibling, n, []); p && !near; p = apply(previousSibling, p, [])) near = text(p, 4000);
       }
       let masked = false;
-      try { masked = apply(getProp, apply(gcs, g, [el]), ['-webkit-text-security']) !== 'none'; } catch (e) {}
+      // Masked only by a computed value that says so ('disc', 'circle', 'square'): an element
+      // without computed style answers '', which is no evidence of masking.
+      try { const ts = apply(getProp, apply(gcs, g, [el]), ['-webkit-text-security']); masked = ts !== 'none' && ts !== ''; } catch (e) {}
       const ml = +attr(el, 'maxlength') | 0;
       const j = '{"tag":' + stringify(tag) + ',"type":' + stringify(type) + ',"role":' + stringify(attr(el, 'role')) +
         ',"autocomplete":' + stringify(attr(el, 'autocomplete')) + ',"inputmode":' + stringify(attr(el, 'inputmode')) +
@@ -196,7 +206,7 @@
       const mo = new MO(onMutations);
       apply(observe, mo, [root, opts]);
     };
-    watch(g.document);
+    watch(ownDoc);
     const attach = E.attachShadow;
     if (typeof attach === 'function') {
       E.attachShadow = function attachShadow(...a) {

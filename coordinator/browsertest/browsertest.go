@@ -181,7 +181,7 @@ func (b *HTTP) parse(url string, status int, body string) (*page, error) {
 		return nil, fmt.Errorf("parse %s: %w", url, err)
 	}
 	if HasCredentialField(doc) {
-		return nil, bridge.ErrCredentialRequired
+		return nil, &bridge.CredentialError{URL: url, Field: credentialFieldOf(doc)}
 	}
 	p := &page{url: url, status: status}
 	var text strings.Builder
@@ -306,6 +306,34 @@ func HasCredentialField(doc *html.Node) bool {
 	}
 	walk(doc)
 	return found
+}
+
+// credentialFieldOf names the first field of doc the bridge's own detection calls a credential
+// field (bridge.CredentialField, on the element's attributes), or "".
+func credentialFieldOf(doc *html.Node) string {
+	var walk func(n *html.Node) string
+	walk = func(n *html.Node) string {
+		if n.Type == html.ElementNode && (n.DataAtom == atom.Input || n.DataAtom == atom.Textarea || n.DataAtom == atom.Select) {
+			c := bridge.Control{Tag: n.Data}
+			c.Type, _ = attr(n, "type")
+			c.Autocomplete, _ = attr(n, "autocomplete")
+			for _, k := range []string{"name", "id", "placeholder", "aria-label", "title"} {
+				if v, ok := attr(n, k); ok {
+					c.Names = append(c.Names, v)
+				}
+			}
+			if why := bridge.CredentialField(c); why != "" {
+				return why
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if why := walk(c); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	return walk(doc)
 }
 
 func attr(n *html.Node, key string) (string, bool) {

@@ -27,7 +27,7 @@ var layers = map[string]int{
 	"web": 4, "internal/mcpserver": 4, "internal/mcpguard": 4, "demo-site": 4, "demo-site/presets": 4,
 	"internal/cli":      5,
 	"cmd/browser-agent": 6, "cmd/demo-site": 6, "bench": 6, "bench/plaincold": 6, "examples/wiki": 6,
-	"tests": 6, "tests/adversarial": 6, "tests/faults": 6, "tests/guard": 6, "tests/mcp": 6, "tests/queue": 6,
+	"tests": 6, "tests/adversarial": 6, "tests/faults": 6, "tests/guard": 6, "tests/mcp": 6, "tests/queue": 6, "tests/realweb": 6,
 	"examples/wiki/cmd/wiki": 7,
 }
 

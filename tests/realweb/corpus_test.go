@@ -1,0 +1,282 @@
+// Package realweb_test reads the web's own pages through the guarded browser (the egress proxy and
+// the bridge, as a run has them), over http and https: pages built on the front-end libraries most
+// used on the web, each loaded from its npm package (pinned in lib/package-lock.json, installed by
+// scripts/setup with npm ci) and set up as its documentation shows, and manuals the web's own
+// generators built (Python's Sphinx documentation and PostgreSQL's DocBook one, from Debian's
+// packages: internal/testutil.Manuals). None of these pages was written to test a guard: they are
+// the ordinary inputs a guard that refuses too much would refuse (DEVELOPERS.md, rule 9).
+//
+// Every library page must open (no credential refusal) and its marker sentence, text a person
+// sees, must be in what the model gets. A manual page must open, and the share of its innerText
+// lines (as an unguarded Chromium renders them) that reach the model is measured.
+package realweb_test
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/internal/guarded"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/proxy"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// libDir holds the corpus's npm packages (scripts/setup: npm ci in tests/realweb/lib).
+func libDir() string {
+	return filepath.Join(testbrowser.RepoRoot(), "tests", "realweb", "lib", "node_modules")
+}
+
+// pagesDir holds the library pages.
+func pagesDir() string { return filepath.Join(testbrowser.RepoRoot(), "tests", "realweb", "pages") }
+
+// libraryPages are the names of the library pages (pages/NAME.html), each with the marker
+// RW-NAME-ok somewhere a person sees it.
+func libraryPages(t testing.TB) []string {
+	t.Helper()
+	es, err := os.ReadDir(pagesDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		if n, ok := strings.CutSuffix(e.Name(), ".html"); ok && !strings.HasSuffix(n, "-fragment") {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// pythonPages are the ten pages of Python's documentation the issue names.
+var pythonPages = []string{
+	"library/json.html", "library/argparse.html", "library/re.html", "library/functions.html",
+	"library/sqlite3.html", "library/pathlib.html", "library/uuid.html", "library/hmac.html",
+	"howto/logging.html", "tutorial/introduction.html",
+}
+
+// postgresPages are pages of PostgreSQL's manual (DocBook).
+var postgresPages = []string{"sql-select.html", "datatype-numeric.html", "functions-string.html", "tutorial-join.html"}
+
+// manualPages are the manual pages' paths on the corpus's origins.
+func manualPages() []string {
+	var out []string
+	for _, p := range pythonPages {
+		out = append(out, "/python/"+p)
+	}
+	for _, p := range postgresPages {
+		out = append(out, "/postgresql/"+p)
+	}
+	return out
+}
+
+// site serves the corpus on one origin: /lib/ the npm packages, /pages/ the library pages,
+// /python/ and /postgresql/ the manuals.
+func site(t testing.TB) http.Handler {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(libDir(), "jquery", "package.json")); err != nil {
+		t.Fatalf("the corpus's npm packages are missing in %s: run scripts/setup", libDir())
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/lib/", http.StripPrefix("/lib/", http.FileServer(http.Dir(libDir()))))
+	mux.Handle("/pages/", http.StripPrefix("/pages/", http.FileServer(http.Dir(pagesDir()))))
+	for _, name := range []string{"python", "postgresql"} {
+		m := testutil.ManualByName(t, name)
+		mux.Handle("/"+name+"/", http.StripPrefix("/"+name+"/", http.FileServer(http.Dir(m.Dir))))
+	}
+	return mux
+}
+
+// corpus is the corpus served over http and https, and one guarded browser whose policy reads
+// both origins.
+type corpus struct {
+	plain, secure *httptest.Server
+	ca            *x509.Certificate
+	browser       *guarded.Browser
+}
+
+func startCorpus(t testing.TB, rt *bridge.Runtime) *corpus {
+	t.Helper()
+	h := site(t)
+	c := &corpus{plain: httptest.NewServer(h)}
+	c.secure, c.ca = testutil.NewTLSServer(h)
+	t.Cleanup(func() {
+		c.plain.Close()
+		c.secure.Close()
+	})
+	pol, err := policy.Parse([]byte(fmt.Sprintf(`version: 1
+sites:
+  - origin: %s
+    read: ["/", "/*"]
+  - origin: %s
+    read: ["/", "/*"]
+limits:
+  max_run_bytes: 4GiB
+  max_page_requests: 10000
+`, c.plain.URL, c.secure.URL)), "realweb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The browser and its proxy live as long as the context they were launched with.
+	var opts []bridge.Option
+	if os.Getenv("REALWEB_LOG") != "" {
+		opts = append(opts, bridge.WithLogf(func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }))
+	}
+	c.browser, err = guarded.LaunchOn(context.Background(), rt, pol, []proxy.Option{proxy.WithUpstreamRoots(c.ca)}, opts...)
+	if err != nil {
+		t.Fatalf("launch the guarded browser: %v", err)
+	}
+	t.Cleanup(func() { c.browser.Close() })
+	return c
+}
+
+// origins are the corpus's two origins by scheme.
+func (c *corpus) origins() map[string]string {
+	return map[string]string{"http": c.plain.URL, "https": c.secure.URL}
+}
+
+// reading is what the model got of one page.
+type reading struct {
+	URL        string
+	Credential string // the field a refusal named, "" when the page opened
+	Err        error  // any other failure
+	Text       string // every chunk, in order
+	Withheld   int    // text runs not proven visible
+	Unproven   string
+	Took       time.Duration
+}
+
+// read opens url in the guarded browser and reads it to its end, as a model that reads every
+// chunk would.
+func (c *corpus) read(url string) (r reading) {
+	start := time.Now()
+	r.URL = url
+	defer func() { r.Took = time.Since(start) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p, err := c.browser.Open(ctx, url)
+	if ce, ok := errors.AsType[*bridge.CredentialError](err); ok {
+		r.Credential = ce.Field
+		return r
+	}
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	var b strings.Builder
+	b.WriteString(p.Text)
+	r.Withheld, r.Unproven = p.Withheld, p.Unproven
+	next, more := p.Next, p.More
+	for i := 0; more && i < 200; i++ {
+		ch, err := c.browser.Read(ctx, next)
+		if err != nil {
+			if ce, ok := errors.AsType[*bridge.CredentialError](err); ok {
+				r.Credential = ce.Field
+			} else {
+				r.Err = err
+			}
+			return r
+		}
+		if ch.Text != "" {
+			b.WriteString("\n")
+			b.WriteString(ch.Text)
+		}
+		r.Withheld, r.Unproven = ch.Withheld, ch.Unproven
+		if ch.Next <= next && !ch.More {
+			break
+		}
+		next, more = ch.Next, ch.More
+	}
+	r.Text = b.String()
+	return r
+}
+
+// plainLines are the non-empty lines of url's document.body.innerText in an unguarded Chromium:
+// what a person reads there. fields are those of them that only the page's editable elements hold
+// (input, textarea, select, contenteditable, role=textbox: an editor's text, a select's options):
+// a field's value never reaches the model, by design, so they are counted apart.
+func plainLines(t testing.TB, page playwright.Page, url string) (lines []string, fields map[string]bool) {
+	t.Helper()
+	if _, err := page.Goto(url, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad}); err != nil {
+		t.Fatalf("plain Chromium: %s: %v", url, err)
+	}
+	page.WaitForTimeout(300)
+	v, err := page.Evaluate(`() => {
+  const all = document.body.innerText;
+  const s = document.createElement('style');
+  s.textContent = 'input, textarea, select, [contenteditable]:not([contenteditable=false]), [role=textbox] { display: none !important; }';
+  document.head.appendChild(s);
+  const rest = document.body.innerText;
+  s.remove();
+  return [all, rest];
+}`)
+	if err != nil {
+		t.Fatalf("plain Chromium: innerText of %s: %v", url, err)
+	}
+	vs, _ := v.([]any)
+	split := func(x any) []string {
+		s, _ := x.(string)
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			if l = squash(l); l != "" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	if len(vs) != 2 {
+		t.Fatalf("plain Chromium: innerText of %s: got %v", url, v)
+	}
+	lines, rest := split(vs[0]), split(vs[1])
+	fields = map[string]bool{}
+	for _, l := range lines {
+		if !slices.Contains(rest, l) {
+			fields[l] = true
+		}
+	}
+	return lines, fields
+}
+
+// squash collapses runs of white space (NBSP included) to one space and trims.
+func squash(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\u00a0' || r == '\r' || r == '\n' || r == '\u200b'
+	}), " ")
+}
+
+// lineShare counts the lines of want found in got (both squashed) and returns the missing ones.
+func lineShare(want []string, got string) (found int, missing []string) {
+	g := squash(got)
+	for _, l := range want {
+		if strings.Contains(g, l) {
+			found++
+		} else {
+			missing = append(missing, l)
+		}
+	}
+	return found, missing
+}
+
+// schemes are the two schemes every page is read over.
+var schemes = []string{"http", "https"}
+
+// sortedKeys is the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
