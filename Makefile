@@ -115,7 +115,9 @@ SOAK_CALLS ?= 2000
 SOAK_MIN ?= 30m
 soak: setup
 	@mkdir -p .state
-	SOAK_CALLS=$(SOAK_CALLS) SOAK_MIN=$(SOAK_MIN) nice -n 19 $(GO) test -run '^$$' -bench MCPSoak -benchtime 1x -timeout 120m ./bench | tee .state/soak.log
+	@{ SOAK_CALLS=$(SOAK_CALLS) SOAK_MIN=$(SOAK_MIN) nice -n 19 $(GO) test -run '^$$' -bench MCPSoak -benchtime 1x -timeout 120m ./bench 2>&1; \
+		echo $$? > .state/soak.rc; } | tee .state/soak.log
+	@exit $$(cat .state/soak.rc)
 
 clean:
 	rm -rf bin .state tests/out

@@ -400,7 +400,7 @@ func (s *Server) browseHandler(name string) mcp.ToolHandler {
 }
 
 // take holds the session for one call of tool name: its idle timer stopped until release, its
-// browser recycled when past the memory bound, its browser and coordinator session started. It
+// browser recycled when past the memory bound (before a browser tool), its browser and coordinator session started. It
 // returns the call's error result when they could not start. The caller defers release whatever
 // take returns, and gives its result to noted.
 func (st *session) take(name string) *mcp.CallToolResult {
@@ -408,7 +408,10 @@ func (st *session) take(name string) *mcp.CallToolResult {
 	if st.idle != nil {
 		st.idle.Stop()
 	}
-	st.recycle()
+	if name != coordinator.ToolCheckAnswer {
+		// Not before an answer check: it would find the evidence gone with the browser.
+		st.recycle()
+	}
 	if err := st.ensure(); err != nil {
 		return errorResult(name, err.Error())
 	}

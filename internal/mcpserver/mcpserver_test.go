@@ -104,6 +104,10 @@ func TestMemoryBoundRecycles(t *testing.T) {
 		t.Fatalf("call at the bound: %v", m)
 	}
 	f.mem.Store(limit + 1)
+	// An answer check keeps the session (and its evidence): the next browser tool recycles it.
+	if _, m := f.call(t, "check_answer", `{"record_id":"SYN-0042","fields":{"Status":"x"},"sources":["`+origin+`/search?q=SYN-0042"]}`); m[mcpserver.NoteKey] != nil || f.launches.Load() != 1 {
+		t.Fatalf("check_answer past the bound recycled the session: %v", m)
+	}
 	text, m := f.call(t, "list_links", `{}`)
 	note, _ := m[mcpserver.NoteKey].(string)
 	if !strings.HasPrefix(note, mcpserver.NoteNewSession) || !strings.Contains(note, "past the bound of 700 MiB") {
