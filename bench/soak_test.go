@@ -201,6 +201,7 @@ limits:
 		}()
 	}
 	wg.Wait()
+	time.Sleep(time.Until(start.Add(least))) // the last call is paced at (n-1)/n of least
 	elapsed := time.Since(start)
 	close(stopMem)
 	<-memDone
