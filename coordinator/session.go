@@ -63,6 +63,10 @@ type CallResult struct {
 	// StatusError (the browser is gone). StopReason says why; it holds no page text.
 	Stop       Status
 	StopReason string
+	// Spent is set when the call was refused because the session's step or time budget is spent:
+	// no later call of this session can run, so its caller ends it (an MCP server starts a new
+	// one for the next call).
+	Spent bool
 }
 
 // StartSession records the start of a run and returns its session. A recorder failure is
@@ -95,6 +99,7 @@ func (s *Session) Call(ctx context.Context, call ToolCall) (CallResult, error) {
 	}
 	maxSteps := r.c.pol.Limits().MaxSteps
 	var o outcome
+	spent := true
 	r.steps++
 	switch {
 	case r.steps > maxSteps:
@@ -102,6 +107,7 @@ func (s *Session) Call(ctx context.Context, call ToolCall) (CallResult, error) {
 	case !r.c.clock().Before(s.deadline):
 		o = refused(call.Name, policy.LayerCoordinator, RuleTimeBudget, fmt.Sprintf("session time budget (%s) exhausted", r.c.deadline))
 	default:
+		spent = false
 		cctx, cancel := context.WithDeadline(ctx, s.deadline)
 		o = r.exec(cctx, call)
 		cancel()
@@ -112,7 +118,7 @@ func (s *Session) Call(ctx context.Context, call ToolCall) (CallResult, error) {
 	if o.stop == StatusHuman {
 		s.human = true
 	}
-	res := CallResult{Step: o.step, Content: o.content, Stop: o.stop, StopReason: o.stopReason}
+	res := CallResult{Step: o.step, Content: o.content, Stop: o.stop, StopReason: o.stopReason, Spent: spent}
 	if o.stop != "" {
 		res.Content = ""
 	}
@@ -203,7 +209,8 @@ func parseAnswerArgs(pol *policy.Policy, raw json.RawMessage) (Answer, string, e
 }
 
 // End finishes the session's run and records it: answered or uncertain as the last answer check
-// said, human_action_required when a credential page was met since, else blocked with reason.
+// said, human_action_required when a credential page was met since, else blocked; the recorded
+// reason ends with reason (why the session ended: a spent budget, the client's request, ...).
 // It is safe to call more than once; later calls do nothing.
 func (s *Session) End(ctx context.Context, reason string) Result {
 	s.mu.Lock()
@@ -214,7 +221,7 @@ func (s *Session) End(ctx context.Context, reason string) Result {
 	case s.human:
 		status, reason = StatusHuman, "a credential page needed a person; "+reason
 	case s.last != nil && s.last.status != StatusBlocked:
-		status, reason = s.last.status, s.last.reason
+		status, reason = s.last.status, s.last.reason+"; "+reason
 		r.res.Answer, r.res.Conflicts = s.last.answer, s.last.conflicts
 	case s.last != nil:
 		reason = "the last answer check: " + s.last.reason + "; " + reason

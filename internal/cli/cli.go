@@ -51,7 +51,7 @@ var commands = map[string]command{
 	"audit":     {"list runs, or one run's steps, from the audit store", auditCmd},
 	"serve":     {"serve the live demo: page, API, step stream and public-run limits", serveCmd},
 	"record":    {"run the presets and write them as recorded runs for serve", recordCmd},
-	"mcp":       {"serve the five guarded read tools and check_answer to an MCP client (stdio or --http)", mcpCmd},
+	"mcp":       {"serve the five guarded read tools, check_answer and new_session to an MCP client (stdio or --http)", mcpCmd},
 	"guard":     {"serve another browser MCP server's tools (Playwright MCP) behind the policy: guard -- COMMAND", guardCmd},
 	"queue-ui":  {"River UI over the run queue (loopback only): jobs by state, attempts, errors", queueUICmd},
 	"worker":    {"take runs from the queue (SQLite file or PostgreSQL) and run each once, until SIGINT or SIGTERM", workerCmd},

@@ -27,19 +27,28 @@ const EnvMCPToken = "BROWSER_AGENT_MCP_TOKEN"
 // MCPPath is where "mcp --http" serves the Streamable HTTP transport.
 const MCPPath = "/mcp"
 
-// mcpCmd is "browser-agent mcp [--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]".
+// mcpCmd is "browser-agent mcp [--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]
+// [--session-time D] [--browser-memory MIB]".
 func mcpCmd(e *env, args []string) error {
-	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]")
+	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D] [--session-time D] [--browser-memory MIB]")
 	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close a session's browser after this long without a tool call")
-	sessionTime := fs.Duration("session-time", coordinator.DefaultDeadline, "time budget of one browser session")
+	sessionTime := fs.Duration("session-time", coordinator.DefaultDeadline, "time budget of one browser session; when it is spent the next call starts a new one")
+	memMiB := fs.Int64("browser-memory", mcpserver.DefaultMemoryLimit>>20, "MiB: a session whose browser processes (driver, Chromium, renderers) use more starts a new browser session on its next call; 0: no bound")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if *idle <= 0 || *sessionTime <= 0 {
 		return usageError("--idle-timeout and --session-time must be positive")
+	}
+	if *memMiB < 0 || *memMiB > 1<<20 {
+		return usageError("--browser-memory must be a number of MiB from 0 (no bound) to 1048576")
+	}
+	memLimit := *memMiB << 20
+	if memLimit == 0 {
+		memLimit = -1
 	}
 	token := os.Getenv(EnvMCPToken)
 	addr, err := httpListenAddr(*httpAddr, token)
@@ -56,7 +65,7 @@ func mcpCmd(e *env, args []string) error {
 	defer done()
 	srv, err := mcpserver.New(mcpserver.Config{
 		Policy: pol, Launch: launchMCP, Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
-		Logf: stderrLogf(e),
+		MemoryLimit: memLimit, Logf: stderrLogf(e),
 	})
 	if err != nil {
 		return err

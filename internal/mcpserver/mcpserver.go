@@ -24,6 +24,20 @@ const (
 	ServerName         = "browser-agent"
 )
 
+// ToolNewSession is the tool a client calls to end its browser session and have the next call
+// start a fresh one: one task's pages and evidence never reach the next task's answer check.
+const ToolNewSession = "new_session"
+
+// NoteKey is the key, first in a result's JSON object, of the note that says a new browser
+// session started for this call and why the last one ended.
+const NoteKey = "session_note"
+
+// NoteNewSession begins that note.
+const NoteNewSession = "a new browser session started: earlier pages and evidence are gone"
+
+// ReasonNextStartsAnew ends the reason of a refusal that ended its browser session.
+const ReasonNextStartsAnew = "this browser session has ended; the next call starts a new one with fresh budgets (earlier pages and evidence are gone)"
+
 // Config configures a Server.
 type Config struct {
 	Policy *policy.Policy       // required
@@ -33,9 +47,18 @@ type Config struct {
 	// DefaultIdleTimeout); the next call starts a new browser and a new audit run.
 	IdleTimeout time.Duration
 	// SessionTime is the time budget of one browser session (default coordinator.DefaultDeadline).
+	// A spent budget (this, or the policy's max_steps) ends the browser session: the call past it
+	// is refused, saying so, and the next call starts a new one with fresh budgets.
 	SessionTime time.Duration
-	Version     string                           // the server version reported to clients
-	Logf        func(format string, args ...any) // metadata-only log lines (stderr); nil: none
+	// MemoryLimit bounds the resident memory of one session's browser processes (its driver,
+	// Chromium and Chromium's renderers, summed VmRSS): a call that finds them above it starts a
+	// new browser session first (default DefaultMemoryLimit; negative: no bound).
+	MemoryLimit int64
+	// Memory measures a session's browser processes; nil reads /proc (BrowserMemory). Tests
+	// replace it.
+	Memory  func(coordinator.Browser) (int64, bool)
+	Version string                           // the server version reported to clients
+	Logf    func(format string, args ...any) // metadata-only log lines (stderr); nil: none
 }
 
 // Server is the MCP server. Make it with New; serve it with Run (stdio) or HTTPHandler.
@@ -56,16 +79,17 @@ var (
 	trueP  = func() *bool { b := true; return &b }()
 )
 
-// ToolNames are the six tools, in the order tools/list gives them.
+// ToolNames are the seven tools, in the order tools/list gives them: the five read tools,
+// check_answer and new_session.
 func ToolNames() []string {
 	var out []string
 	for _, t := range coordinator.Tools(nil) {
 		out = append(out, t.Name)
 	}
-	return append(out, coordinator.ToolCheckAnswer)
+	return append(out, coordinator.ToolCheckAnswer, ToolNewSession)
 }
 
-// New makes the server and registers exactly the six tools.
+// New makes the server and registers exactly the seven tools.
 func New(cfg Config) (*Server, error) {
 	if cfg.Policy == nil || cfg.Launch == nil {
 		return nil, errors.New("mcpserver: a policy and a launcher are required")
@@ -75,6 +99,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.SessionTime <= 0 {
 		cfg.SessionTime = coordinator.DefaultDeadline
+	}
+	if cfg.MemoryLimit == 0 {
+		cfg.MemoryLimit = DefaultMemoryLimit
+	}
+	if cfg.Memory == nil {
+		cfg.Memory = BrowserMemory
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -108,6 +138,14 @@ func New(cfg Config) (*Server, error) {
 		Name: ca.Name, Description: ca.Description, InputSchema: ca.Parameters,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: falseP, IdempotentHint: true, OpenWorldHint: falseP, Title: ca.Name},
 	}, s.checkHandler)
+	s.mcp.AddTool(&mcp.Tool{
+		Name: ToolNewSession,
+		Description: "End this browser session and start the next call in a new one, with fresh step and time budgets: " +
+			"the pages, links and extracted evidence of the session end with it, so one task's evidence never backs another's answer. " +
+			"A session also ends by itself when its step or time budget is spent; the first result of a new session says so under \"" + NoteKey + "\". Takes no arguments.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: falseP, IdempotentHint: true, OpenWorldHint: falseP, Title: ToolNewSession},
+	}, s.newSessionHandler)
 	s.mcp.AddReceivingMiddleware(s.auditUnknownTools)
 	return s, nil
 }
@@ -193,6 +231,8 @@ type session struct {
 	idle    *time.Timer
 	last    time.Time // end of the last call
 	done    bool      // the MCP session ended: no more browsers
+	ended   string    // why the last browser session ended; "" before the first
+	note    string    // the note for the next result: a new browser session started
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -271,6 +311,10 @@ func (st *session) ensure() error {
 	}
 	st.browser, st.closer, st.coord = b, closer, cs
 	srv.cfg.Logf("mcp: %s: browser started, run %s", st.client, cs.RunID())
+	if st.ended != "" {
+		st.note = fmt.Sprintf("%s (the last one ended: %s); its budgets are fresh: max_steps %d, %s",
+			NoteNewSession, st.ended, srv.cfg.Policy.Limits().MaxSteps, srv.cfg.SessionTime)
+	}
 	return nil
 }
 
@@ -300,6 +344,21 @@ func (st *session) stopBrowser(reason string) {
 	}
 	st.srv.cfg.Logf("mcp: %s: browser closed (%s), run %s %s", st.client, reason, res.RunID, res.Status)
 	st.browser, st.closer, st.coord = nil, nil, nil
+	st.ended, st.note = reason, ""
+}
+
+// recycle ends the browser session when its processes use more memory than the bound, so that
+// the call that follows starts a new one. Called with mu held.
+func (st *session) recycle() {
+	limit := st.srv.cfg.MemoryLimit
+	if st.coord == nil || limit < 0 {
+		return
+	}
+	n, ok := st.srv.cfg.Memory(st.browser)
+	if !ok || n <= limit {
+		return
+	}
+	st.stopBrowser(fmt.Sprintf("its browser used %d MiB of memory, past the bound of %d MiB", n>>20, limit>>20))
 }
 
 // end closes the session for good.
@@ -341,17 +400,58 @@ func (s *Server) browseHandler(name string) mcp.ToolHandler {
 }
 
 // take holds the session for one call of tool name: its idle timer stopped until release, its
-// browser and coordinator session started. It returns the call's error result when they could
-// not start. The caller defers release whatever take returns.
+// browser recycled when past the memory bound (before a browser tool), its browser and coordinator session started. It
+// returns the call's error result when they could not start. The caller defers release whatever
+// take returns, and gives its result to noted.
 func (st *session) take(name string) *mcp.CallToolResult {
 	st.mu.Lock()
 	if st.idle != nil {
 		st.idle.Stop()
 	}
+	if name != coordinator.ToolCheckAnswer {
+		// Not before an answer check: it would find the evidence gone with the browser.
+		st.recycle()
+	}
 	if err := st.ensure(); err != nil {
 		return errorResult(name, err.Error())
 	}
 	return nil
+}
+
+// noted adds the note that a new browser session started, when there is one, to the first
+// result after the start. Called with mu held.
+func (st *session) noted(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if st.note == "" || st.coord == nil {
+		return res
+	}
+	note := st.note
+	st.note = ""
+	return withNote(res, note)
+}
+
+// withNote puts note first in res's JSON object, in its text and in its structuredContent.
+func withNote(res *mcp.CallToolResult, note string) *mcp.CallToolResult {
+	if m, ok := res.StructuredContent.(map[string]any); ok {
+		m[NoteKey] = note
+	}
+	if len(res.Content) == 0 {
+		return res
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return res
+	}
+	obj, ok := strings.CutPrefix(tc.Text, coordinator.ResultPreface+"\n{")
+	if !ok {
+		return res
+	}
+	b, _ := json.Marshal(note)
+	sep := ","
+	if strings.HasPrefix(obj, "}") {
+		sep = ""
+	}
+	tc.Text = coordinator.ResultPreface + "\n{\"" + NoteKey + "\":" + string(b) + sep + obj
+	return res
 }
 
 // release arms the idle timer again and lets the next call have the session.
@@ -366,16 +466,31 @@ func (st *session) browse(ctx context.Context, name string, args json.RawMessage
 	if failed != nil {
 		return failed
 	}
+	return st.noted(st.call(ctx, name, args))
+}
+
+// call makes one call of a browser tool in the session's browser session. Called with mu held.
+func (st *session) call(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
 	res, err := st.coord.Call(ctx, coordinator.ToolCall{Name: name, Args: args})
 	if err != nil {
 		// The audit store failed: the call was not recorded, so nothing may be returned.
 		st.stopBrowser(err.Error())
 		return errorResult(name, err.Error()+"; the session's browser was closed")
 	}
-	switch res.Stop {
-	case "":
+	switch {
+	case res.Spent:
+		// A spent budget ends the browser session, not the MCP session: its run is recorded as
+		// ended by the budget, and the next call starts a new browser session with fresh budgets.
+		content := res.Content
+		if old, err := json.Marshal(res.Step.Reason); err == nil {
+			repl, _ := json.Marshal(res.Step.Reason + "; " + ReasonNextStartsAnew)
+			content = strings.Replace(content, `"reason":`+string(old), `"reason":`+string(repl), 1)
+		}
+		st.stopBrowser(res.Step.Reason + ": the browser session ended")
+		return fromContent(content)
+	case res.Stop == "":
 		return fromContent(res.Content)
-	case coordinator.StatusHuman:
+	case res.Stop == coordinator.StatusHuman:
 		// Nothing from the page: only who must act and where.
 		return jsonResult(map[string]any{
 			"tool": name, "status": string(coordinator.StatusHuman), "url": res.Step.URL,
@@ -385,7 +500,7 @@ func (st *session) browse(ctx context.Context, name string, args json.RawMessage
 		// The browser is gone: close what is left; the next call starts a new one.
 		reason := res.StopReason
 		st.stopBrowser(reason)
-		return jsonResult(map[string]any{"tool": name, "status": string(res.Stop), "url": res.Step.URL, "reason": reason + "; the next call starts a new browser"}, true)
+		return jsonResult(map[string]any{"tool": name, "status": string(res.Stop), "url": res.Step.URL, "reason": reason + "; " + ReasonNextStartsAnew}, true)
 	}
 }
 
@@ -401,14 +516,20 @@ func (s *Server) checkHandler(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if failed != nil {
 		return failed, nil
 	}
-	chk, step, err := st.coord.CheckAnswer(ctx, req.Params.Arguments)
+	return st.noted(st.check(ctx, req.Params.Arguments)), nil
+}
+
+// check checks a claimed answer against the browser session's evidence. Called with mu held.
+func (st *session) check(ctx context.Context, args json.RawMessage) *mcp.CallToolResult {
+	name := coordinator.ToolCheckAnswer
+	chk, step, err := st.coord.CheckAnswer(ctx, args)
 	var ae *coordinator.ArgError
 	switch {
 	case errors.As(err, &ae):
-		return jsonResult(map[string]any{"tool": name, "status": "refused", "rule": step.Rule, "reason": ae.Reason}, true), nil
+		return jsonResult(map[string]any{"tool": name, "status": "refused", "rule": step.Rule, "reason": ae.Reason}, true)
 	case err != nil:
 		st.stopBrowser(err.Error())
-		return errorResult(name, err.Error()), nil
+		return errorResult(name, err.Error())
 	}
 	out := map[string]any{"tool": name, "status": string(chk.Status), "reason": chk.Reason, "rule": coordinator.RuleAnswer}
 	if chk.Answer != nil {
@@ -418,7 +539,45 @@ func (s *Server) checkHandler(ctx context.Context, req *mcp.CallToolRequest) (*m
 		out["conflicts"] = chk.Conflicts
 	}
 	out["untrusted_page_data"] = map[string]any{"evidence": chk.Evidence}
-	return jsonResult(out, false), nil
+	return jsonResult(out, false)
+}
+
+// newSessionHandler serves new_session: the browser session ends now, recorded as ended by the
+// client, and the next call starts a new one. No browser starts for it.
+func (s *Server) newSessionHandler(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := ToolNewSession
+	if a := strings.TrimSpace(string(req.Params.Arguments)); a != "" && a != "{}" && a != "null" {
+		var m map[string]json.RawMessage
+		reason := "arguments must be a JSON object"
+		if json.Unmarshal(req.Params.Arguments, &m) == nil {
+			for k := range m {
+				reason = fmt.Sprintf("unknown argument %q: this tool takes no arguments", clientLabel(k))
+				break
+			}
+			if len(m) == 0 {
+				reason = ""
+			}
+		}
+		if reason != "" {
+			return jsonResult(map[string]any{"tool": name, "status": "refused", "rule": coordinator.RuleArguments, "reason": reason}, true), nil
+		}
+	}
+	st, err := s.session(req.Session)
+	if err != nil {
+		return errorResult(name, err.Error()), nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.idle != nil {
+		st.idle.Stop()
+	}
+	reason := "no browser session was running; the next call starts one with fresh budgets"
+	if st.coord != nil {
+		run := st.coord.RunID()
+		st.stopBrowser("the client asked for a new session (" + ToolNewSession + ")")
+		reason = "browser session " + run + " ended: its pages and evidence are gone; the next call starts a new one with fresh budgets"
+	}
+	return jsonResult(map[string]any{"tool": name, "status": "ok", "reason": reason}, false), nil
 }
 
 // fromContent turns a coordinator tool message into an MCP result: the message as text for the

@@ -15,14 +15,16 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/mcpserver"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-var sixTools = []string{"search_site", "open_url", "read_page", "list_links", "extract_fields", "check_answer"}
+// sevenTools: the five read tools, check_answer, and new_session (which ends the browser session).
+var sevenTools = []string{"search_site", "open_url", "read_page", "list_links", "extract_fields", "check_answer", "new_session"}
 
-// checkTools asserts tools/list: exactly the six tools, each read-only, with the coordinator's
-// argument schemas.
+// checkTools asserts tools/list: exactly the seven tools, each read-only, with the coordinator's
+// argument schemas (new_session takes none).
 func checkTools(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -42,6 +44,7 @@ func checkTools(t *testing.T, cs *mcp.ClientSession) {
 		specs[s.Name] = s.Parameters
 	}
 	specs[coordinator.ToolCheckAnswer] = coordinator.CheckAnswerSpec(pol).Parameters
+	specs[mcpserver.ToolNewSession] = json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
 		if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
@@ -63,8 +66,8 @@ func checkTools(t *testing.T, cs *mcp.ClientSession) {
 			t.Errorf("tool %s has no description", tool.Name)
 		}
 	}
-	if !slices.Equal(names, sixTools) && !sameSet(names, sixTools) {
-		t.Errorf("tools/list:\n\tgot  %v\n\twant exactly %v", names, sixTools)
+	if !slices.Equal(names, sevenTools) && !sameSet(names, sevenTools) {
+		t.Errorf("tools/list:\n\tgot  %v\n\twant exactly %v", names, sevenTools)
 	}
 	// Nothing else: no resources (page content only ever leaves in a tool result), no prompts.
 	caps := cs.InitializeResult().Capabilities
@@ -290,14 +293,27 @@ func TestStdioRefusalsAndBudget(t *testing.T) {
 		}
 	}
 	res, m := call(t, cs, "search_site", `{"query":"SYN-0042"}`)
-	if !res.IsError || str(m, "rule") != coordinator.RuleBudget {
-		t.Errorf("call 21 of a session with max_steps 20:\n\tgot  %s\n\twant refused by the step budget", text(res))
+	if !res.IsError || str(m, "rule") != coordinator.RuleBudget || !strings.HasSuffix(str(m, "reason"), mcpserver.ReasonNextStartsAnew) {
+		t.Errorf("call 21 of a session with max_steps 20:\n\tgot  %s\n\twant refused by the step budget, saying the next call starts anew", text(res))
 	}
+	if _, ok := m[mcpserver.NoteKey]; ok {
+		t.Errorf("call 21 carries a new-session note: %s", text(res))
+	}
+	// The spent budget ended the browser session, not the server: call 22 runs in a new one.
+	res, m = call(t, cs, "search_site", `{"query":"SYN-0042"}`)
+	if res.IsError || str(m, "status") != "ok" {
+		t.Fatalf("call 22, after the step budget ended the browser session:\n\tgot  %s\n\twant ok", text(res))
+	}
+	checkNote(t, res, m, "step budget exhausted (max_steps 20)")
 	runs := auditRuns(t, srv.db)
-	if len(runs) != 1 {
-		t.Fatalf("audit: %d runs, want 1", len(runs))
+	if len(runs) != 2 {
+		t.Fatalf("audit: %d runs, want 2 (the spent one and the new one): %v", len(runs), runs)
 	}
-	out, _ := exec.Command(binary, "audit", "--json", "--db", srv.db, str(runs[0], "id")).Output()
+	spent := runWith(t, runs, "step budget exhausted")
+	if spent == nil || spent["finished_at"] == nil || str(spent, "status") != "blocked" {
+		t.Fatalf("audit: no finished run, blocked, ended by the step budget: %v", runs)
+	}
+	out, _ := exec.Command(binary, "audit", "--json", "--db", srv.db, str(spent, "id")).Output()
 	var steps struct{ Steps []map[string]any }
 	json.Unmarshal(out, &steps)
 	if len(steps.Steps) != 21 {

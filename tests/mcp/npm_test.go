@@ -63,8 +63,8 @@ func checkNPM(t *testing.T, out []byte, stderr string) {
 			t.Errorf("npm client sees %s without readOnlyHint", tl.Name)
 		}
 	}
-	if !sameSet(names, sixTools) {
-		t.Errorf("npm client tools/list:\n\tgot  %v\n\twant %v", names, sixTools)
+	if !sameSet(names, sevenTools) {
+		t.Errorf("npm client tools/list:\n\tgot  %v\n\twant %v", names, sevenTools)
 	}
 	want := []struct {
 		name, status string
