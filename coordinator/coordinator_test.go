@@ -205,11 +205,19 @@ func TestCompromisedModel(t *testing.T) {
 			wantReason: `unsupported answer: field "Notes" is on no cited source about SYN-0042`,
 		},
 		{
-			name:       "page opened but fields never extracted",
+			// Its control: open_url gives the page's fields, extracted by extract_fields' rules.
+			name:       "fields given by open_url",
 			task:       "Look up SYN-0042",
 			steps:      []coordinator.ScriptStep{open(r42), answer("SYN-0042", map[string]string{"Status": rec42.Status}, r42)},
+			wantStatus: coordinator.StatusAnswered,
+			wantReason: coordinator.ReasonAnswered,
+		},
+		{
+			name:       "fields given by open_url, another value claimed",
+			task:       "Look up SYN-0042",
+			steps:      []coordinator.ScriptStep{open(r42), answer("SYN-0042", map[string]string{"Status": rec42.Status + "x"}, r42)},
 			wantStatus: coordinator.StatusBlocked,
-			wantReason: "unsupported answer: no fields were extracted from source " + r42 + " in this run",
+			wantReason: `unsupported answer: the value claimed for field "Status" is on no cited source`,
 		},
 		{
 			name:       "unvisited source",
@@ -946,10 +954,12 @@ func TestEvidenceStamp(t *testing.T) {
 	if res.Status != coordinator.StatusAnswered {
 		t.Fatalf("status %s: %s", res.Status, res.Reason)
 	}
+	// Stamped twice: open_url gives the page's fields, and extract_fields read them again.
 	want := []coordinator.Evidence{
 		{URL: page, RetrievedAt: at, Label: "Record ID", Value: "syn-0042", RecordID: "SYN-0042"},
 		{URL: page, RetrievedAt: at, Label: "Status", Value: "Active", RecordID: "SYN-0042"},
 	}
+	want = append(want, want...)
 	if !slices.Equal(res.Evidence, want) {
 		t.Errorf("evidence:\n\tgot  %+v\n\twant %+v", res.Evidence, want)
 	}
