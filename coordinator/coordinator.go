@@ -416,6 +416,7 @@ func (r *run) record() audit.Run {
 		StepCount:        len(r.res.Steps),
 		PromptTokens:     r.res.Usage.PromptTokens,
 		CompletionTokens: r.res.Usage.CompletionTokens,
+		ModelTurns:       r.res.Usage.ModelTurns,
 		CostUSD:          r.res.Usage.CostUSD,
 		Simulated:        r.res.Simulated,
 		Wall:             r.wall,
@@ -569,6 +570,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 			}
 			return StatusError, modelReason(err)
 		}
+		turn.Usage.ModelTurns = 1
 		r.res.Usage = r.res.Usage.Add(turn.Usage)
 		if turn.Simulated {
 			r.res.Simulated = true

@@ -57,6 +57,21 @@ func TestPresets(t *testing.T) {
 				t.Errorf("recorded steps: got %d, want %d", len(rec.steps), len(res.Steps))
 			}
 
+			// Turns and tokens: counted by the coordinator, the tokens as the offline planner counts
+			// what a chat model would be billed, recorded as they are reported.
+			if res.Usage.ModelTurns != model.calls || r.ModelTurns != model.calls || r.PromptTokens != res.Usage.PromptTokens ||
+				r.CompletionTokens != res.Usage.CompletionTokens {
+				t.Errorf("usage: result %+v, recorded %d turns %d/%d tokens, model asked %d times", res.Usage, r.ModelTurns, r.PromptTokens, r.CompletionTokens, model.calls)
+			}
+			if !p.Simulated && (res.Usage.PromptTokens <= 0 || res.Usage.CompletionTokens <= 0) {
+				t.Errorf("usage of the offline planner: %+v", res.Usage)
+			}
+			// A lookup in as few turns as a person takes: the search, the record, its second
+			// source, the answer.
+			if maxTurns := map[string]int{"lookup": 4, "conflicting-sources": 5}[p.Name]; maxTurns > 0 && res.Usage.ModelTurns > maxTurns {
+				t.Errorf("model turns: got %d, want at most %d", res.Usage.ModelTurns, maxTurns)
+			}
+
 			switch p.Name {
 			case "lookup":
 				want, _ := site.Record(demosite.LookupID)

@@ -143,7 +143,19 @@ func namesInPath(raw, id string) bool {
 	return false
 }
 
-func next(ctx context.Context, msgs []coordinator.Message, _ []coordinator.ToolSpec) (coordinator.Turn, error) {
+// next is the planner's turn, with its usage counted as a chat model would be billed for it: the
+// whole conversation and the tool specs in, the reply out.
+func next(ctx context.Context, msgs []coordinator.Message, tools []coordinator.ToolSpec) (coordinator.Turn, error) {
+	t, err := plan(ctx, msgs)
+	if err != nil {
+		return t, err
+	}
+	t.Usage.PromptTokens = coordinator.PromptTokens(msgs, tools)
+	t.Usage.CompletionTokens = coordinator.OutputTokens(t.Message)
+	return t, nil
+}
+
+func plan(ctx context.Context, msgs []coordinator.Message) (coordinator.Turn, error) {
 	if err := ctx.Err(); err != nil {
 		return coordinator.Turn{}, err
 	}
