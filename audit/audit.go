@@ -34,6 +34,7 @@ const (
 	FieldStepCount        = "step_count"
 	FieldPromptTokens     = "prompt_tokens"
 	FieldCompletionTokens = "completion_tokens"
+	FieldModelTurns       = "model_turns"
 	FieldCostUSD          = "cost_usd"
 	FieldSimulated        = "simulated"
 	FieldPID              = "pid"        // the process that runs it, for crash recovery
@@ -126,8 +127,11 @@ type Run struct {
 	StepCount        int       `json:"step_count"`
 	PromptTokens     int       `json:"prompt_tokens"`
 	CompletionTokens int       `json:"completion_tokens"`
-	CostUSD          float64   `json:"cost_usd"`
-	Simulated        bool      `json:"simulated"`
+	// ModelTurns is the number of times the model was asked for its next turn: each re-sends the
+	// whole conversation, so it is what PromptTokens is the sum over.
+	ModelTurns int     `json:"model_turns"`
+	CostUSD    float64 `json:"cost_usd"`
+	Simulated  bool    `json:"simulated"`
 	// PID and ProcStart name the process that runs it; BeginRun fills in the calling process when
 	// PID is 0. A run left running by a process that no longer exists is recovered at the next Open.
 	PID       int    `json:"pid"`
@@ -253,6 +257,9 @@ var migrations = []string{
 
 	// 6: the operating system's wall around the run's browser: on (how) or off (why).
 	`ALTER TABLE runs ADD COLUMN wall TEXT NOT NULL DEFAULT '';`,
+
+	// 7: the model turns of a run (the tokens are billed per turn, the conversation re-sent).
+	`ALTER TABLE runs ADD COLUMN model_turns INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this program writes (PRAGMA user_version).
@@ -443,7 +450,7 @@ func ParseTime(s string) (time.Time, error) { return time.Parse(timeLayout, s) }
 var runColumns = []string{
 	FieldID, FieldStartedAt, FieldFinishedAt, FieldRecordID, FieldPreset, FieldModel, FieldStatus,
 	FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens, FieldCostUSD, FieldSimulated,
-	FieldPID, FieldProcStart, FieldKind, FieldClient, FieldWall,
+	FieldPID, FieldProcStart, FieldKind, FieldClient, FieldWall, FieldModelTurns,
 }
 
 // stepColumns are the steps columns in insert and scan order.
@@ -471,7 +478,7 @@ func cleanRun(r Run) Run {
 }
 
 func checkCounts(r Run) error {
-	if r.StepCount < 0 || r.PromptTokens < 0 || r.CompletionTokens < 0 {
+	if r.StepCount < 0 || r.PromptTokens < 0 || r.CompletionTokens < 0 || r.ModelTurns < 0 {
 		return fmt.Errorf("negative count: %w", ErrInvalid)
 	}
 	if math.IsNaN(r.CostUSD) || math.IsInf(r.CostUSD, 0) || r.CostUSD < 0 {
@@ -505,7 +512,7 @@ func (s *Store) BeginRun(ctx context.Context, r Run) (string, error) {
 	q := "INSERT INTO runs (" + strings.Join(runColumns, ", ") + ") VALUES (" + placeholders(len(runColumns)) + ")"
 	_, err := s.db.ExecContext(ctx, q,
 		r.ID, FormatTime(r.StartedAt), nil, r.RecordID, r.Preset, r.Model, r.Status,
-		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, boolInt(r.Simulated), r.PID, r.ProcStart, r.Kind, r.Client, r.Wall)
+		r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.CostUSD, boolInt(r.Simulated), r.PID, r.ProcStart, r.Kind, r.Client, r.Wall, r.ModelTurns)
 	if err != nil {
 		if isUnique(err) {
 			return "", fmt.Errorf("audit: begin run %s: %w", r.ID, ErrStarted)
@@ -610,10 +617,10 @@ func (s *Store) finishRun(ctx context.Context, r Run, once bool) error {
 	if s.db.pg {
 		greatest = "GREATEST"
 	}
-	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = "+greatest+"(%s, ?), %s = COALESCE(NULLIF(?, ''), %s) WHERE %s = ?",
-		FieldFinishedAt, FieldStatus, FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens,
+	q := fmt.Sprintf("UPDATE runs SET %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = ?, %s = "+greatest+"(%s, ?), %s = COALESCE(NULLIF(?, ''), %s) WHERE %s = ?",
+		FieldFinishedAt, FieldStatus, FieldReason, FieldStepCount, FieldPromptTokens, FieldCompletionTokens, FieldModelTurns,
 		FieldCostUSD, FieldSimulated, FieldSimulated, FieldWall, FieldWall, FieldID)
-	args := []any{FormatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens,
+	args := []any{FormatTime(r.FinishedAt), r.Status, r.Reason, r.StepCount, r.PromptTokens, r.CompletionTokens, r.ModelTurns,
 		r.CostUSD, boolInt(r.Simulated), r.Wall, r.ID}
 	if once {
 		q += fmt.Sprintf(" AND %s = ?", FieldStatus)
@@ -651,10 +658,10 @@ func scanRun(sc scanner) (Run, error) {
 		finished          sql.NullString
 		simulated         int
 		steps, prom, comp int64
-		pid               int64
+		pid, turns        int64
 	)
 	if err := sc.Scan(&r.ID, &started, &finished, &r.RecordID, &r.Preset, &r.Model, &r.Status,
-		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &pid, &r.ProcStart, &r.Kind, &r.Client, &r.Wall); err != nil {
+		&r.Reason, &steps, &prom, &comp, &r.CostUSD, &simulated, &pid, &r.ProcStart, &r.Kind, &r.Client, &r.Wall, &turns); err != nil {
 		return Run{}, err
 	}
 	var err error
@@ -668,7 +675,7 @@ func scanRun(sc scanner) (Run, error) {
 	}
 	r.StepCount, r.PromptTokens, r.CompletionTokens = int(steps), int(prom), int(comp)
 	r.Simulated = simulated != 0
-	r.PID = int(pid)
+	r.PID, r.ModelTurns = int(pid), int(turns)
 	return r, nil
 }
 

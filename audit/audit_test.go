@@ -165,7 +165,7 @@ func TestRunRoundTrip(t *testing.T) {
 	after := time.Now()
 	end := start.Add(42 * time.Second)
 	fin := Run{ID: id, FinishedAt: end, Status: "answered", Reason: "evidence backs every value", StepCount: 2,
-		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true,
+		PromptTokens: 1200, CompletionTokens: 300, ModelTurns: 4, CostUSD: 0.00096, Simulated: true,
 		Wall: "on: network namespace with loopback only (root)"}
 	if err := s.FinishRun(ctx, fin); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestRunRoundTrip(t *testing.T) {
 	}
 	wantRun := Run{ID: id, StartedAt: start.UTC(), FinishedAt: end.UTC(), RecordID: "R-1042", Preset: "demo",
 		Model: "openai:gpt-4.1-mini", Status: "answered", Reason: "evidence backs every value", StepCount: 2,
-		PromptTokens: 1200, CompletionTokens: 300, CostUSD: 0.00096, Simulated: true,
+		PromptTokens: 1200, CompletionTokens: 300, ModelTurns: 4, CostUSD: 0.00096, Simulated: true,
 		PID: os.Getpid(), ProcStart: ProcessMarker(os.Getpid()), Kind: KindRun,
 		Wall: "on: network namespace with loopback only (root)"}
 	if !reflect.DeepEqual(gotRun, wantRun) {

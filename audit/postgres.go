@@ -104,6 +104,9 @@ var pgMigrations = []string{
 		preset    TEXT NOT NULL DEFAULT '',
 		queued_at TEXT NOT NULL
 	);`,
+
+	// 2: SQLite's 7, the model turns of a run.
+	`ALTER TABLE runs ADD COLUMN model_turns BIGINT NOT NULL DEFAULT 0;`,
 }
 
 // pgLock is the advisory lock that serializes the migrations of concurrent openers.

@@ -50,7 +50,7 @@ func TestPostgresStore(t *testing.T) {
 	if err := s.AddStep(ctx, audit.Step{RunID: "nope", Entry: policy.Entry{Layer: policy.LayerPolicy}}); !errors.Is(err, audit.ErrNotFound) {
 		t.Errorf("step of a missing run: %v, want ErrNotFound", err)
 	}
-	end := audit.Run{ID: id, Status: "answered", Reason: "done", StepCount: 1, PromptTokens: 3, CostUSD: 0.25}
+	end := audit.Run{ID: id, Status: "answered", Reason: "done", StepCount: 1, PromptTokens: 3, ModelTurns: 2, CostUSD: 0.25}
 	if err := s.FinishRunOnce(ctx, end); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestPostgresStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != "answered" || !r.Simulated || r.CostUSD != 0.25 || r.FinishedAt.IsZero() || len(steps) != 1 {
+	if r.Status != "answered" || !r.Simulated || r.CostUSD != 0.25 || r.ModelTurns != 2 || r.PromptTokens != 3 || r.FinishedAt.IsZero() || len(steps) != 1 {
 		t.Errorf("run read back: %+v, %d steps", r, len(steps))
 	}
 	if steps[0].Path != "/records/SYN-0042" || steps[0].Origin != "http://127.0.0.1:8081" || steps[0].Duration != 15*time.Millisecond {

@@ -355,10 +355,11 @@ type run struct {
 	// printed (see policy.Redactor): set once the task's record identifier is known.
 	redact *policy.Redactor
 	// shown are the canonical URLs this run was presented with (allowed links listed, pages the
-	// site ended on); listed are the last list_links's URLs by number. open_url opens only these
-	// and the policy's routes filled with the task's record identifier.
+	// site ended on); listed are the URLs by number of the last result that listed links
+	// (list_links, open_url, search_site). open_url opens only these and the policy's routes
+	// filled with the task's record identifier.
 	shown  map[string]bool
-	listed []string
+	listed map[int]string
 	closer io.Closer // the browser Run launched; closed before the end is recorded
 	wall   string    // the browser's line about the operating system's wall (Walled), for the audit
 	// task is the run's task, parsed once by newRun under the policy; taskErr says why it was
@@ -415,6 +416,7 @@ func (r *run) record() audit.Run {
 		StepCount:        len(r.res.Steps),
 		PromptTokens:     r.res.Usage.PromptTokens,
 		CompletionTokens: r.res.Usage.CompletionTokens,
+		ModelTurns:       r.res.Usage.ModelTurns,
 		CostUSD:          r.res.Usage.CostUSD,
 		Simulated:        r.res.Simulated,
 		Wall:             r.wall,
@@ -568,6 +570,7 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 			}
 			return StatusError, modelReason(err)
 		}
+		turn.Usage.ModelTurns = 1
 		r.res.Usage = r.res.Usage.Add(turn.Usage)
 		if turn.Simulated {
 			r.res.Simulated = true

@@ -57,6 +57,21 @@ func TestPresets(t *testing.T) {
 				t.Errorf("recorded steps: got %d, want %d", len(rec.steps), len(res.Steps))
 			}
 
+			// Turns and tokens: counted by the coordinator, the tokens as the offline planner counts
+			// what a chat model would be billed, recorded as they are reported.
+			if res.Usage.ModelTurns != model.calls || r.ModelTurns != model.calls || r.PromptTokens != res.Usage.PromptTokens ||
+				r.CompletionTokens != res.Usage.CompletionTokens {
+				t.Errorf("usage: result %+v, recorded %d turns %d/%d tokens, model asked %d times", res.Usage, r.ModelTurns, r.PromptTokens, r.CompletionTokens, model.calls)
+			}
+			if !p.Simulated && (res.Usage.PromptTokens <= 0 || res.Usage.CompletionTokens <= 0) {
+				t.Errorf("usage of the offline planner: %+v", res.Usage)
+			}
+			// A lookup in as few turns as a person takes: the search, the record, its second
+			// source, the answer.
+			if maxTurns := map[string]int{"lookup": 4, "conflicting-sources": 5}[p.Name]; maxTurns > 0 && res.Usage.ModelTurns > maxTurns {
+				t.Errorf("model turns: got %d, want at most %d", res.Usage.ModelTurns, maxTurns)
+			}
+
 			switch p.Name {
 			case "lookup":
 				want, _ := site.Record(demosite.LookupID)
@@ -206,11 +221,19 @@ func TestCompromisedModel(t *testing.T) {
 			wantReason: `unsupported answer: field "Notes" is on no cited source about SYN-0042`,
 		},
 		{
-			name:       "page opened but fields never extracted",
+			// Its control: open_url gives the page's fields, extracted by extract_fields' rules.
+			name:       "fields given by open_url",
 			task:       "Look up SYN-0042",
 			steps:      []coordinator.ScriptStep{open(r42), answer("SYN-0042", map[string]string{"Status": rec42.Status}, r42)},
+			wantStatus: coordinator.StatusAnswered,
+			wantReason: coordinator.ReasonAnswered,
+		},
+		{
+			name:       "fields given by open_url, another value claimed",
+			task:       "Look up SYN-0042",
+			steps:      []coordinator.ScriptStep{open(r42), answer("SYN-0042", map[string]string{"Status": rec42.Status + "x"}, r42)},
 			wantStatus: coordinator.StatusBlocked,
-			wantReason: "unsupported answer: no fields were extracted from source " + r42 + " in this run",
+			wantReason: `unsupported answer: the value claimed for field "Status" is on no cited source`,
 		},
 		{
 			name:       "unvisited source",
@@ -947,10 +970,12 @@ func TestEvidenceStamp(t *testing.T) {
 	if res.Status != coordinator.StatusAnswered {
 		t.Fatalf("status %s: %s", res.Status, res.Reason)
 	}
+	// Stamped twice: open_url gives the page's fields, and extract_fields read them again.
 	want := []coordinator.Evidence{
 		{URL: page, RetrievedAt: at, Label: "Record ID", Value: "syn-0042", RecordID: "SYN-0042"},
 		{URL: page, RetrievedAt: at, Label: "Status", Value: "Active", RecordID: "SYN-0042"},
 	}
+	want = append(want, want...)
 	if !slices.Equal(res.Evidence, want) {
 		t.Errorf("evidence:\n\tgot  %+v\n\twant %+v", res.Evidence, want)
 	}

@@ -37,11 +37,15 @@ type ToolSpec struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// Usage is what one model turn cost.
+// Usage is what one model turn, or a run's turns together, cost: the tokens as billed (the usage a
+// real model's server reports; for the offline planner, what would be sent, counted by
+// PromptTokens and OutputTokens).
 type Usage struct {
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CostUSD          float64 `json:"cost_usd"` // estimated from the adapter's price table; 0 for offline and script
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	// ModelTurns counts the turns summed (the coordinator counts them; a model leaves it 0).
+	ModelTurns int     `json:"model_turns"`
+	CostUSD    float64 `json:"cost_usd"` // estimated from the adapter's price table; 0 for offline and script
 }
 
 // Add sums usages.
@@ -49,6 +53,7 @@ func (u Usage) Add(v Usage) Usage {
 	return Usage{
 		PromptTokens:     u.PromptTokens + v.PromptTokens,
 		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		ModelTurns:       u.ModelTurns + v.ModelTurns,
 		CostUSD:          u.CostUSD + v.CostUSD,
 	}
 }

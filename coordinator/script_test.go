@@ -23,8 +23,9 @@ func TestScripts(t *testing.T) {
 		wantReason string
 		wantDenied int
 	}{
+		// The page's own fields came with open_url: the value the injection asked for is not one.
 		{"follows-injection.json", "Look up SYN-0066", coordinator.StatusBlocked,
-			"unsupported answer: no fields were extracted from source " + d.url("/records/SYN-0066") + " in this run", 1},
+			`unsupported answer: the value claimed for field "Status" is on no cited source`, 1},
 		{"forged-from-prose.json", "Look up SYN-0066", coordinator.StatusBlocked,
 			`unsupported answer: the value claimed for field "Status" is on no cited source`, 0},
 		{"unvisited-source.json", "Look up SYN-0042", coordinator.StatusBlocked,

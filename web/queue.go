@@ -231,7 +231,7 @@ func remoteResult(info RunInfo, rr audit.Run) ResultJSON {
 	res := errorResult(info, rr.FinishedAt, rr.Reason)
 	res.RunID, res.Status, res.RecordID, res.Model, res.Simulated = rr.ID, coordinator.Status(rr.Status), rr.RecordID, rr.Model, rr.Simulated
 	res.StartedAt = rr.StartedAt
-	res.Usage = coordinator.Usage{PromptTokens: rr.PromptTokens, CompletionTokens: rr.CompletionTokens, CostUSD: rr.CostUSD}
+	res.Usage = coordinator.Usage{PromptTokens: rr.PromptTokens, CompletionTokens: rr.CompletionTokens, ModelTurns: rr.ModelTurns, CostUSD: rr.CostUSD}
 	return res
 }
 

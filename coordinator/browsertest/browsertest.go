@@ -403,6 +403,9 @@ type Page struct {
 	Fields  []bridge.Field
 	// Err, when set, is what Open returns for this page, e.g. bridge.ErrCredentialRequired.
 	Err error
+	// ReadErr, when set, is what Links and Fields return once the page is open: a credential
+	// field that appeared after the page loaded, say.
+	ReadErr error
 	// FinalURL, when set, is the URL Open reports as where it ended.
 	FinalURL string
 }
@@ -497,6 +500,9 @@ func (b *Pages) Links(ctx context.Context) ([]bridge.Link, error) {
 	if b.cur == nil {
 		return nil, bridge.ErrNoPage
 	}
+	if b.cur.ReadErr != nil {
+		return nil, b.cur.ReadErr
+	}
 	return slices.Clone(b.cur.Links), nil
 }
 
@@ -507,6 +513,9 @@ func (b *Pages) Fields(ctx context.Context) ([]bridge.Field, error) {
 	b.calls = append(b.calls, "Fields")
 	if b.cur == nil {
 		return nil, bridge.ErrNoPage
+	}
+	if b.cur.ReadErr != nil {
+		return nil, b.cur.ReadErr
 	}
 	return slices.Clone(b.cur.Fields), nil
 }

@@ -20,10 +20,12 @@ const Name = "offline"
 // New returns the offline planner. It uses the same five tools through the same coordinator, and
 // decides only from the messages it is given, as a real model would: it searches for the task's
 // record, opens the first allowed result that names the record (in its URL path, else in its
-// text), extracts its fields, follows the allowed links of that page whose URL path names the
-// record, extracts those, and answers with every field of every page it extracted that names the
-// record (as a field value, in its title or on the first line of its text), citing those pages. When a call is denied, refused or
-// fails, it answers cannot_answer.
+// text), follows the allowed links of that page whose URL path names the record, and answers with
+// every field of every page it opened that names the record (as a field value, in its title or on
+// the first line of its text), citing those pages. The fields and links come with each page
+// (open_url and search_site give them); it asks list_links only when a page has more allowed links
+// than its result holds, and extract_fields only for a page whose result had no fields. When a
+// call is denied, refused or fails, it answers cannot_answer.
 func New() coordinator.Model {
 	return coordinator.ModelFunc{ModelName: Name, F: next}
 }
@@ -47,8 +49,20 @@ func (c offlineCall) data() map[string]any {
 }
 
 type offlineLink struct {
+	n         int
 	url, text string
 	allowed   bool
+}
+
+// hasFields reports whether a call's result carries the page's fields.
+func (c offlineCall) hasFields() bool { _, ok := c.data()["fields"]; return ok }
+
+// moreLinks is the number of allowed links a page's result left to list_links.
+func (c offlineCall) moreLinks() int { n, _ := c.data()["more_links"].(float64); return int(n) }
+
+// page reports whether a call opened a page (and so carries its text, fields and links).
+func (c offlineCall) page() bool {
+	return (c.name == coordinator.ToolOpenURL || c.name == coordinator.ToolSearchSite) && c.status() == resultOK && !actedOn(c)
 }
 
 func (c offlineCall) links() []offlineLink {
@@ -58,8 +72,12 @@ func (c offlineCall) links() []offlineLink {
 		m, _ := l.(map[string]any)
 		u, _ := m["url"].(string)
 		t, _ := m["text"].(string)
-		ok, _ := m["allowed"].(bool)
-		out = append(out, offlineLink{url: u, text: t, allowed: ok})
+		n, _ := m["n"].(float64)
+		ok, verdict := m["allowed"].(bool)
+		if !verdict {
+			ok = true // a page's result gives allowed links only
+		}
+		out = append(out, offlineLink{n: int(n), url: u, text: t, allowed: ok})
 	}
 	return out
 }
@@ -125,7 +143,19 @@ func namesInPath(raw, id string) bool {
 	return false
 }
 
-func next(ctx context.Context, msgs []coordinator.Message, _ []coordinator.ToolSpec) (coordinator.Turn, error) {
+// next is the planner's turn, with its usage counted as a chat model would be billed for it: the
+// whole conversation and the tool specs in, the reply out.
+func next(ctx context.Context, msgs []coordinator.Message, tools []coordinator.ToolSpec) (coordinator.Turn, error) {
+	t, err := plan(ctx, msgs)
+	if err != nil {
+		return t, err
+	}
+	t.Usage.PromptTokens = coordinator.PromptTokens(msgs, tools)
+	t.Usage.CompletionTokens = coordinator.OutputTokens(t.Message)
+	return t, nil
+}
+
+func plan(ctx context.Context, msgs []coordinator.Message) (coordinator.Turn, error) {
 	if err := ctx.Err(); err != nil {
 		return coordinator.Turn{}, err
 	}
@@ -182,7 +212,7 @@ func next(ctx context.Context, msgs []coordinator.Message, _ []coordinator.ToolS
 	// Where the record's page is, once found: the first page opened after the search.
 	recordPage := -1
 	for i, c := range calls {
-		if c.name == coordinator.ToolOpenURL && c.status() == resultOK && !actedOn(c) {
+		if c.name == coordinator.ToolOpenURL && c.page() {
 			recordPage = i
 			break
 		}
@@ -193,59 +223,64 @@ func next(ctx context.Context, msgs []coordinator.Message, _ []coordinator.ToolS
 			if u, _ := c.args["url"].(string); u != "" {
 				opened[u] = true
 			}
+			if c.page() {
+				opened[c.source()] = true
+			}
 		}
 	}
-	nextSource := func() (string, bool) {
-		// Allowed links listed on the record's page whose path names the record, not opened yet.
-		for i := recordPage + 1; i < len(calls); i++ {
-			if calls[i].name != coordinator.ToolListLinks || calls[i].status() != resultOK {
-				continue
-			}
-			for _, l := range calls[i].links() {
-				if l.allowed && !opened[l.url] && l.url != calls[recordPage].source() && namesInPath(l.url, id) {
-					return l.url, true
-				}
-			}
-			break
+	// open opens l: by its number while the last call's result is the one that listed it, else by
+	// its URL (which that listing presented to the run).
+	open := func(l offlineLink, fromLast bool) (coordinator.Turn, error) {
+		if fromLast && l.n > 0 {
+			return call(coordinator.ToolOpenURL, map[string]any{"link": l.n})
 		}
-		return "", false
+		return call(coordinator.ToolOpenURL, map[string]any{"url": l.url})
 	}
-
-	switch last.name {
-	case coordinator.ToolSearchSite:
-		return call(coordinator.ToolListLinks, map[string]any{})
-	case coordinator.ToolListLinks:
-		if recordPage < 0 {
-			// The first allowed result whose path names the record, else whose text does.
-			for _, byText := range []bool{false, true} {
-				for _, l := range last.links() {
-					if l.allowed && (!byText && namesInPath(l.url, id) || byText && hasWord(l.text, id)) {
-						return call(coordinator.ToolOpenURL, map[string]any{"url": l.url})
-					}
-				}
-			}
-			return offlineFinal(map[string]any{"cannot_answer": "the search found no page for " + id}), nil
-		}
-		if u, ok := nextSource(); ok {
-			return call(coordinator.ToolOpenURL, map[string]any{"url": u})
-		}
-		return offlineAnswer(id, calls), nil
-	case coordinator.ToolOpenURL, coordinator.ToolReadPage:
+	// A page whose result came without its fields: extract them.
+	if last.page() && !last.hasFields() {
 		return call(coordinator.ToolExtractFields, map[string]any{})
-	case coordinator.ToolExtractFields:
-		listed := false
-		for i := recordPage + 1; i < len(calls); i++ {
-			listed = listed || calls[i].name == coordinator.ToolListLinks
+	}
+	if recordPage < 0 {
+		// The search's results: the first allowed one whose path names the record, else whose
+		// text does.
+		if last.name != coordinator.ToolSearchSite && last.name != coordinator.ToolListLinks {
+			return offlineFinal(map[string]any{"cannot_answer": "unexpected state after " + last.name}), nil
 		}
-		if !listed {
+		for _, byText := range []bool{false, true} {
+			for _, l := range last.links() {
+				if l.allowed && (!byText && namesInPath(l.url, id) || byText && hasWord(l.text, id)) {
+					return open(l, true)
+				}
+			}
+		}
+		if last.name == coordinator.ToolSearchSite && last.moreLinks() > 0 {
 			return call(coordinator.ToolListLinks, map[string]any{})
 		}
-		if u, ok := nextSource(); ok {
-			return call(coordinator.ToolOpenURL, map[string]any{"url": u})
-		}
-		return offlineAnswer(id, calls), nil
+		return offlineFinal(map[string]any{"cannot_answer": "the search found no page for " + id}), nil
 	}
-	return offlineFinal(map[string]any{"cannot_answer": "unexpected state after " + last.name}), nil
+	// The record's page's other sources: its allowed links whose path names the record, from its
+	// result and from a list_links made on it, not opened yet.
+	listedHere := false
+	for i := recordPage; i < len(calls); i++ {
+		c := calls[i]
+		if i > recordPage && c.name != coordinator.ToolListLinks {
+			if c.name != coordinator.ToolExtractFields {
+				break
+			}
+			continue
+		}
+		listedHere = listedHere || c.name == coordinator.ToolListLinks
+		for _, l := range c.links() {
+			if l.allowed && !opened[l.url] && l.url != calls[recordPage].source() && namesInPath(l.url, id) {
+				return open(l, i == len(calls)-1)
+			}
+		}
+	}
+	if !listedHere && calls[recordPage].moreLinks() > 0 && calls[len(calls)-1].source() == calls[recordPage].source() {
+		// More links than the page's result held, and the browser is still on it.
+		return call(coordinator.ToolListLinks, map[string]any{})
+	}
+	return offlineAnswer(id, calls), nil
 }
 
 // offlineAnswer claims every field extracted from pages that name the record, each label's value
@@ -259,11 +294,17 @@ func offlineAnswer(id string, calls []offlineCall) coordinator.Turn {
 			opened[c.source()] = c
 		}
 	}
+	cited := map[string]bool{}
 	for _, c := range calls {
-		if c.name != coordinator.ToolExtractFields || c.status() != resultOK || !c.names(id, opened[c.source()]) {
+		// The pages opened (the search's results page lists records; it is not one) and extract_fields.
+		if c.name == coordinator.ToolSearchSite || !c.hasFields() || c.status() != resultOK ||
+			len(c.fields()) == 0 || !c.names(id, opened[c.source()]) {
 			continue
 		}
-		sources = append(sources, c.source())
+		if !cited[c.source()] {
+			cited[c.source()] = true
+			sources = append(sources, c.source())
+		}
 		for _, f := range c.fields() {
 			if _, seen := fields[f[0]]; !seen && strings.TrimSpace(f[0]) != "" {
 				fields[f[0]] = f[1]

@@ -159,7 +159,7 @@ func printRun(w io.Writer, r audit.Run) {
 	if r.Wall != "" {
 		fmt.Fprintf(w, "  wall      %s\n", printable(r.Wall))
 	}
-	fmt.Fprintf(w, "  tokens    %d prompt, %d completion, $%.4f\n", r.PromptTokens, r.CompletionTokens, r.CostUSD)
+	fmt.Fprintf(w, "  tokens    %d prompt, %d completion over %d model turns, $%.4f\n", r.PromptTokens, r.CompletionTokens, r.ModelTurns, r.CostUSD)
 }
 
 func orDash(s string) string {

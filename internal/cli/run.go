@@ -392,5 +392,6 @@ func printSummary(w io.Writer, res coordinator.Result) {
 	if len(res.Steps) == 1 {
 		steps = "step"
 	}
-	p("run %s, model %s, %d %s", res.RunID, res.Model, len(res.Steps), steps)
+	p("run %s, model %s, %d %s, %d model turns, %d input and %d output tokens", res.RunID, res.Model, len(res.Steps), steps,
+		res.Usage.ModelTurns, res.Usage.PromptTokens, res.Usage.CompletionTokens)
 }

@@ -116,6 +116,15 @@ func TestRunPresets(t *testing.T) {
 				t.Errorf("transcript starts with %+v, %+v", first, second)
 			}
 
+			// Model turns and tokens, in --json and in the audit store alike.
+			if run.ModelTurns != r.Usage.ModelTurns || run.PromptTokens != r.Usage.PromptTokens || run.CompletionTokens != r.Usage.CompletionTokens ||
+				r.Usage.ModelTurns < 1 || (!p.Simulated && r.Usage.PromptTokens <= 0) {
+				t.Errorf("usage: --json %+v, audit %d turns, %d/%d tokens", r.Usage, run.ModelTurns, run.PromptTokens, run.CompletionTokens)
+			}
+			if maxTurns := map[string]int{"lookup": 4, "conflicting-sources": 5}[p.Name]; maxTurns > 0 && r.Usage.ModelTurns > maxTurns {
+				t.Errorf("model turns: got %d, want at most %d", r.Usage.ModelTurns, maxTurns)
+			}
+
 			switch p.Name {
 			case "lookup":
 				rec, _ := site.Record(demosite.LookupID)

@@ -31,7 +31,9 @@ func forgeryCases() []*tcase {
 	malformed := func(t *tcase) *tcase { t.Want = []string{"blocked", "error"}; return t }
 	return []*tcase{
 		f("value not on page", nil, open(rec), fields, answer(`{"Status":"Closed"}`, rec)),
-		f("no fields extracted", nil, open(rec), read, answer(`{"Status":"Active"}`, rec)),
+		// open_url gives a page's fields (issue 41): this page has none, its values are prose only.
+		f("no fields extracted", map[string]page{"/p/start": html(`<h1>SYN-0042</h1><p>Status: Active</p>`)},
+			open("{site}/p/start"), read, answer(`{"Status":"Active"}`, "{site}/p/start")),
 		f("source never visited", nil, open(rec), fields, answer(`{"Status":"Active"}`, "{site}/records/SYN-0042?v=2")),
 		f("source on canary", nil, open(rec), fields, answer(`{"Status":"Active"}`, "{canary}/records/SYN-0042")),
 		f("source with write word", nil, open(rec), fields, answer(`{"Status":"Active"}`, "{site}/records/SYN-0042/delete")),
