@@ -1,8 +1,11 @@
 package bridge
 
 import (
+	"maps"
 	"strings"
 	"sync"
+
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 )
 
 // The page the session opened last and its text, served chunk by chunk: pageState is what the
@@ -24,6 +27,11 @@ type pageState struct {
 	unread    int    // text runs not proven visible (snapshot.withheld)
 	unproven  string // why
 	vis       *visState
+	// account is what became of the page's text so far (the last read's, which covers every text
+	// node, less what the text cap cut: capCut); list the withheld nodes in debug mode.
+	account Account
+	capCut  int
+	list    []WithheldRun
 }
 
 // whole reports whether the page's text is complete: no run is left for a later read.
@@ -64,12 +72,19 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	if st.withheld {
 		return
 	}
+	before := nonSpace(st.text) + nonSpace(snap.text)
 	switch {
 	case st.text == "":
 		st.text = snap.text
 	case snap.text != "":
 		st.text = capText(st.text+"\n\n"+snap.text, textCap)
 	}
+	st.capCut += snap.cut + before - nonSpace(st.text)
+	st.account = snap.account
+	st.account.Withheld = maps.Clone(snap.account.Withheld)
+	st.account.Handed -= st.capCut
+	st.account.withhold(readerjs.WhyCap, st.capCut)
+	st.list = snap.list
 	st.title = firstNonEmpty(st.title, snap.title)
 	st.heading = firstNonEmpty(st.heading, snap.heading)
 	if snap.links != nil || st.links == nil {
@@ -78,13 +93,17 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	if snap.fields != nil || st.fields == nil {
 		st.fields = snap.fields
 	}
-	st.unread += snap.withheld
+	// Each read counts every run withheld so far (an earlier read's stay withheld, with their
+	// reason): the last read's count is the page's.
+	st.unread = snap.withheld
 	if snap.unproven != "" {
 		st.unproven = snap.unproven
 	}
 	st.vis = snap.vis
 	if len(st.text) >= textCap {
 		st.vis = &visState{done: true} // the cap is reached: nothing more is read
+		st.account.withhold(readerjs.WhyCap, st.account.Pending)
+		st.account.Pending = 0
 	}
 }
 
