@@ -604,36 +604,68 @@ const moveTolerance = 1
 // errLayoutMoves stops a phase whose page kept laying itself out again under the shots.
 var errLayoutMoves = errors.New("pixel phase: the page's layout kept moving under the shots")
 
-// moved lays every frame out again and returns the runs of keys whose boxes are not where they
-// were measured (within moveTolerance). The frames' boxes are the new ones after it.
+// moved measures again the frames of keys and returns the runs whose boxes are not where they
+// were measured (within moveTolerance); when any moved, every frame is laid out again and its
+// boxes are the new ones. A frame whose runs are no longer the ones measured (a page whose run
+// set depends on where it is scrolled: the reveal passes scroll it) cannot be compared run by
+// run: it is left as it is, as the passes before this check left it.
 func (j *pixelJob) moved(ctx context.Context, keys []runKey) ([]runKey, error) {
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	before := make([][][4]float64, len(keys))
-	for i, k := range keys {
-		before[i] = slices.Clone(k.f.boxes[k.run])
-	}
-	if err := j.layout(ctx, j.v.mainID, [2]float64{}, 0); err != nil {
-		return nil, err
+	byFrame := map[*frameRuns][]runKey{}
+	for _, k := range keys {
+		byFrame[k.f] = append(byFrame[k.f], k)
 	}
 	var out []runKey
-	for i, k := range keys {
-		if !sameBoxes(before[i], k.f.boxes, k.run) {
-			out = append(out, k)
+	mainKept := true
+	for f, ks := range byFrame {
+		if f.boxes == nil {
+			continue
+		}
+		lay, err := j.r.evalFrame(ctx, j.v, f.id, readerjs.ModeLayout, map[string]any{"child": f.id != j.v.mainID})
+		if err != nil {
+			return nil, err
+		}
+		var l layoutRead
+		if err := json.Unmarshal(lay.Layout, &l); err != nil {
+			return nil, fmt.Errorf("layout: %w", err)
+		}
+		if len(l.Runs) != len(f.verdicts) {
+			j.r.cfg.logf("bridge: frame %s has %d runs, %d when laid out: not compared after the shots", f.id, len(l.Runs), len(f.verdicts))
+			mainKept = mainKept && f.id != j.v.mainID
+			continue
+		}
+		for _, k := range ks {
+			var bs [][4]float64
+			if s := string(l.Runs[k.run]); s != "null" && s != "0" && json.Unmarshal(l.Runs[k.run], &bs) != nil {
+				return nil, fmt.Errorf("layout run %d: unreadable", k.run)
+			}
+			for i := range bs {
+				bs[i][0] += f.off[0]
+				bs[i][1] += f.off[1]
+			}
+			if !sameBoxes(f.boxes[k.run], bs) {
+				out = append(out, k)
+			}
+		}
+	}
+	if len(out) > 0 && !mainKept {
+		return nil, nil // no layout of the page to start over on: as before the check
+	}
+	if len(out) > 0 {
+		if err := j.layout(ctx, j.v.mainID, [2]float64{}, 0); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// sameBoxes says whether run's boxes in now are old, within moveTolerance.
-func sameBoxes(old [][4]float64, now [][][4]float64, run int) bool {
-	if now == nil || run >= len(now) || len(now[run]) != len(old) {
+// sameBoxes says whether now are old, within moveTolerance.
+func sameBoxes(old, now [][4]float64) bool {
+	if len(now) != len(old) {
 		return false
 	}
 	for i, b := range old {
 		for c := range 4 {
-			if d := b[c] - now[run][i][c]; d > moveTolerance || d < -moveTolerance {
+			if d := b[c] - now[i][c]; d > moveTolerance || d < -moveTolerance {
 				return false
 			}
 		}

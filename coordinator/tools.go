@@ -293,6 +293,35 @@ type envelope struct {
 	// Withheld is the bridge's note that some of the page's text was not read because rendering
 	// could not prove it visible (visibility by rendering fails closed).
 	Withheld string `json:"withheld,omitempty"`
+	// Account is the bridge's account of the page's text so far (bridge.Account): characters
+	// handed out, pending, and withheld by reason, with its sentence; at the end of the page the
+	// sentence says how much was withheld in all.
+	Account *accountData `json:"account,omitempty"`
+}
+
+// accountData is a read result's account (bridge.Account) and its sentence.
+type accountData struct {
+	Handed   int            `json:"handed_chars"`
+	Pending  int            `json:"pending_chars,omitempty"`
+	Withheld map[string]int `json:"withheld_chars,omitempty"`
+	Note     string         `json:"note"`
+}
+
+// accountOf is the account of a read result, nil when the browser kept none (a fake browser).
+func accountOf(a bridge.Account, more bool) *accountData {
+	if a.Frames == 0 {
+		return nil
+	}
+	return &accountData{Handed: a.Handed, Pending: a.Pending, Withheld: a.Withheld, Note: a.Note(!more)}
+}
+
+// endOnly is the list of withheld runs of a page's last chunk: once per page, when its account is
+// whole.
+func endOnly(runs []bridge.WithheldRun, more bool) []bridge.WithheldRun {
+	if more {
+		return nil
+	}
+	return runs
 }
 
 // encodeResult turns an envelope into tool message content: the preface, a newline and the JSON on
@@ -332,13 +361,17 @@ type pageData struct {
 	Next       int    `json:"next"`
 	More       bool   `json:"more"`
 	Truncated  bool   `json:"truncated,omitempty"`
+	// WithheldRuns lists the withheld text nodes when the browser was launched with the debug
+	// switch (bridge.WithWithheldList): page data, since tags are the page's.
+	WithheldRuns []bridge.WithheldRun `json:"withheld_runs,omitempty"`
 }
 
 type chunkData struct {
-	Text   string `json:"text"`
-	Offset int    `json:"offset"`
-	Next   int    `json:"next"`
-	More   bool   `json:"more"`
+	Text         string               `json:"text"`
+	Offset       int                  `json:"offset"`
+	Next         int                  `json:"next"`
+	More         bool                 `json:"more"`
+	WithheldRuns []bridge.WithheldRun `json:"withheld_runs,omitempty"`
 }
 
 type linkData struct {
@@ -519,8 +552,10 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		Untrusted: pageData{
 			Title: page.Title, HTTPStatus: page.Status, Text: page.Text,
 			Offset: page.Offset, Next: page.Next, More: page.More, Truncated: page.Truncated,
+			WithheldRuns: endOnly(page.WithheldRuns, page.More),
 		},
 		Withheld: page.WithheldNote(),
+		Account:  accountOf(page.Account, page.More),
 	})
 	return outcome{
 		step:    newStep(tool, final.URL, policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}),
@@ -672,7 +707,8 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	return outcome{
 		step: newStep(ToolReadPage, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolReadPage, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
-			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More}, Withheld: ch.WithheldNote()}),
+			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More, WithheldRuns: endOnly(ch.WithheldRuns, ch.More)},
+			Withheld:  ch.WithheldNote(), Account: accountOf(ch.Account, ch.More)}),
 	}
 }
 

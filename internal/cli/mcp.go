@@ -27,14 +27,15 @@ const EnvMCPToken = "BROWSER_AGENT_MCP_TOKEN"
 // MCPPath is where "mcp --http" serves the Streamable HTTP transport.
 const MCPPath = "/mcp"
 
-// mcpCmd is "browser-agent mcp [--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]".
+// mcpCmd is "browser-agent mcp [--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D] [--withheld-list]".
 func mcpCmd(e *env, args []string) error {
-	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]")
+	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D] [--withheld-list]")
 	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close a session's browser after this long without a tool call")
 	sessionTime := fs.Duration("session-time", coordinator.DefaultDeadline, "time budget of one browser session")
+	withheldList := fs.Bool("withheld-list", false, "debug: at the end of each page read, list every text node withheld (reason, box, characters, tag; never its text) in the tool result")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
@@ -54,8 +55,12 @@ func mcpCmd(e *env, args []string) error {
 		return err
 	}
 	defer done()
+	launch := coordinator.Launcher(launchMCP)
+	if *withheldList {
+		launch = launchWithheldList(os.Getenv(EnvUpstreamRoots))
+	}
 	srv, err := mcpserver.New(mcpserver.Config{
-		Policy: pol, Launch: launchMCP, Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
+		Policy: pol, Launch: launch, Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
 		Logf: stderrLogf(e),
 	})
 	if err != nil {
