@@ -41,8 +41,6 @@ const minLineShare = 0.995
 // namedPages are read on both schemes, whatever the sample: the pages issue 48 measured.
 var namedPages = map[string][]string{
 	"postgresql": {"plpgsql-control-structures.html", "pgbench.html", "sql-select.html", "functions-matching.html"},
-	"python":     {"library/functions.html"},
-	"sqlite":     {"lang_select.html"},
 }
 
 // pageCount is what the plain browser sees of a page: the characters other than white space of
