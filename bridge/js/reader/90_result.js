@@ -23,7 +23,7 @@
         box = [r.left + sx, r.top + sy, r.width, r.height].map((v) => Math.round(v * 10) / 10);
       } catch (e) {}
       const p = t.parentNode;
-      account.list.push({ why, detail: detail || '', chars: n, tag: p && p.nodeType === 1 ? p.localName : (p && p.nodeType === 11 ? '#shadow-root' : ''), box });
+      account.list.push({ reason: why, detail: detail || '', chars: n, tag: p && p.nodeType === 1 ? p.localName : (p && p.nodeType === 11 ? '#shadow-root' : ''), box });
     };
     const visit = (n, stop) => {
       if (n.nodeType === 3) {
