@@ -7,7 +7,10 @@
 // coordinator drives it through coordinator.Browser, and internal/guarded puts each Session behind
 // the run's egress proxy. A page's text is read only where rendering proves it visible
 // (visibility.go: every frame, scroll container and the page's whole length, by pixels); what
-// cannot be proven is withheld, never judged by style checks, and Page.Withheld counts it. A
+// cannot be proven is withheld, never judged by style checks, and Page.Withheld counts it. Every
+// text node of the page is handed out or counted withheld with its reason (Page.Account, the
+// conservation law of ARCHITECTURE.md); the proof checks after each group of shots that the runs
+// are still where it measured them (a shot beyond the viewport may lay the page out again). A
 // pixel phase out of time leaves what it did not reach to the next Read, Links or Fields of the
 // same page, which goes on from there (visState): a long page's text grows as it is proven.
 //

@@ -2,6 +2,9 @@ package bridge
 
 import "github.com/browser-agent/browser-agent/internal/invisible"
 
+// whyInvisible is the account's reason for the code points stripInvisible withholds.
+const whyInvisible = "invisible characters"
+
 // stripInvisible takes out of what a read proved visible the code points no font draws (package
 // invisible: tag characters, zero-width carriers, stray variation selectors, bidirectional
 // overrides and what they govern), from the text, title, heading, link texts and fields alike:

@@ -66,8 +66,11 @@ type config struct {
 	chunkSize  int
 	textCap    int
 	settle     time.Duration
-	pixels     bool          // decide visibility by rendering (visibility.go)
-	pixelTime  time.Duration // bounds the pixel phase (maxPixelTime; tests shorten it)
+	pixels     bool // decide visibility by rendering (visibility.go)
+	// withheldList makes every read list each withheld text node (WithheldRun): the debug
+	// switch (WithWithheldList).
+	withheldList bool
+	pixelTime    time.Duration // bounds the pixel phase (maxPixelTime; tests shorten it)
 	// phaseGroups, when above 0, stops each pixel phase after that many groups of bands, as
 	// one out of time stops (tests).
 	phaseGroups int
@@ -166,6 +169,12 @@ func WithProxy(server, username, password string) Option {
 // an intercepting egress proxy, the proxy's per-run authority (proxy.Proxy.RootCAs), and nothing
 // else. Without it the fetcher verifies against the system roots.
 func WithProxyRoots(pool *x509.CertPool) Option { return func(c *config) { c.roots = pool } }
+
+// WithWithheldList makes every read list each text node it withheld, with its reason, the
+// reader's detail, its characters, its parent's tag and its box (Page.WithheldRuns,
+// Chunk.WithheldRuns), so that a person can see why text was not read. Off by default: the
+// list costs a box per node. It never holds the withheld text.
+func WithWithheldList(on bool) Option { return func(c *config) { c.withheldList = on } }
 
 // WithExtraArgs appends Chromium command-line switches to the launch.
 func WithExtraArgs(args ...string) Option {

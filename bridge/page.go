@@ -1,8 +1,11 @@
 package bridge
 
 import (
+	"maps"
 	"strings"
 	"sync"
+
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 )
 
 // The page the session opened last and its text, served chunk by chunk: pageState is what the
@@ -24,10 +27,17 @@ type pageState struct {
 	fields    []Field
 	unread    int    // text runs not proven visible (snapshot.withheld)
 	unproven  string // why
+	vis       *visState
 	// invisible counts the code points withheld as drawing nothing (stripInvisible): those of the
-	// text read so far, and those of the latest links, fields, title and heading.
-	invisibleText, invisibleRest int
-	vis                          *visState
+	// text read so far, and those of the latest links, fields, title and heading; invisibleAcct
+	// is the text's share in the account's unit (characters other than white space).
+	invisibleText, invisibleRest, invisibleAcct int
+	// account is what became of the page's text so far (the last read's, which covers every text
+	// node, less what the text cap cut: capCut, and the invisible characters); list the withheld
+	// nodes in debug mode.
+	account Account
+	capCut  int
+	list    []WithheldRun
 }
 
 // whole reports whether the page's text is complete: no run is left for a later read.
@@ -79,17 +89,27 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	if st.withheld {
 		return
 	}
+	pre := nonSpace(snap.text)
 	text, rest := stripInvisible(snap)
 	st.invisibleText += text
+	st.invisibleAcct += pre - nonSpace(snap.text)
 	if rest > 0 || snap.links != nil || snap.fields != nil {
 		st.invisibleRest = rest
 	}
+	before := nonSpace(st.text) + nonSpace(snap.text)
 	switch {
 	case st.text == "":
 		st.text = snap.text
 	case snap.text != "":
 		st.text = capText(st.text+"\n\n"+snap.text, textCap)
 	}
+	st.capCut += snap.cut + before - nonSpace(st.text)
+	st.account = snap.account
+	st.account.Withheld = maps.Clone(snap.account.Withheld)
+	st.account.Handed -= st.capCut + st.invisibleAcct
+	st.account.withhold(readerjs.WhyCap, st.capCut)
+	st.account.withhold(whyInvisible, st.invisibleAcct)
+	st.list = snap.list
 	st.title = firstNonEmpty(st.title, snap.title)
 	st.heading = firstNonEmpty(st.heading, snap.heading)
 	if snap.links != nil || st.links == nil {
@@ -98,13 +118,17 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	if snap.fields != nil || st.fields == nil {
 		st.fields = snap.fields
 	}
-	st.unread += snap.withheld
+	// Each read counts every run withheld so far (an earlier read's stay withheld, with their
+	// reason): the last read's count is the page's.
+	st.unread = snap.withheld
 	if snap.unproven != "" {
 		st.unproven = snap.unproven
 	}
 	st.vis = snap.vis
 	if len(st.text) >= textCap {
 		st.vis = &visState{done: true} // the cap is reached: nothing more is read
+		st.account.withhold(readerjs.WhyCap, st.account.Pending)
+		st.account.Pending = 0
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
@@ -645,6 +646,11 @@ type snapshot struct {
 	// vis is what the pixel phases decided of the page so far; vis.done when its text is whole.
 	vis     *visState
 	decided int // runs the pixel phase decided
+	// account is what became of every text node of the page by this read (served and new runs
+	// both handed out); list, in debug mode, each withheld node.
+	account Account
+	list    []WithheldRun
+	cut     int // characters the text cap cut from text (pageCache.add counts them withheld)
 }
 
 type rawRead struct {
@@ -664,7 +670,42 @@ type rawRead struct {
 	Still    string          `json:"still"`    // the frame's scroll positions (paint and layout modes)
 	Exact    *bool           `json:"exact"`    // paint "runs": nothing but the runs' paint changed
 	Tampered bool            `json:"tampered"` // paint "restore" and "on": the page changed itself since the first paint change
+	Account  *frameAccount   `json:"account"`  // mode read: what became of every text node of the frame
 	Layout   json.RawMessage `json:"-"`
+}
+
+// frameAccount is the reader's account of one frame (js/reader/90_result.js): characters other
+// than white space handed out by this read, served by an earlier one, left for a later one, and
+// withheld by reason; in debug mode the withheld nodes (List; Listed counts them all).
+type frameAccount struct {
+	Handed   int            `json:"handed"`
+	Served   int            `json:"served"`
+	Later    int            `json:"later"`
+	Withheld map[string]int `json:"withheld"`
+	List     []WithheldRun  `json:"list"`
+	Listed   int            `json:"listed"`
+}
+
+// pageAccount is the page's account from its frames' reads, and the debug list.
+func pageAccount(reads map[string]*rawRead, mainID string) (Account, []WithheldRun) {
+	var a Account
+	var list []WithheldRun
+	for id, rr := range reads {
+		a.Frames++
+		fa := rr.Account
+		if fa == nil {
+			a.FramesLost++
+			continue
+		}
+		a.add(Account{Handed: fa.Handed + fa.Served, Pending: fa.Later, Withheld: fa.Withheld})
+		for _, w := range fa.List {
+			if id != mainID {
+				w.Frame = id
+			}
+			list = append(list, w)
+		}
+	}
+	return a, list
 }
 
 // snapshot reads the page in an isolated world per frame. The main frame must still hold a
@@ -705,6 +746,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	// Visibility by rendering (visibility.go), for every frame: the page stays frozen from the
 	// layout to the end of the reads, so that the reads walk the runs the shots judged.
 	var verdicts map[string][]int
+	var whys map[string]map[int]string
 	vis := &visState{done: true}
 	decided := 0
 	if pr.cfg.pixels {
@@ -728,7 +770,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		// maxShrink withholds what is pending. Otherwise the next read goes on.
 		stuck := err != nil && job.decided == 0 && ctx.Err() == nil && budget >= pr.cfg.pixelTime/2
 		final := err == nil || (stuck && job.shrink() >= maxShrink)
-		verdicts, vis = job.verdictsOf(final)
+		verdicts, whys, vis = job.verdictsOf(final, err == nil)
 		if stuck && !final {
 			vis.shrink++
 		}
@@ -748,14 +790,15 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		if v.owner[frame] == nil || depth > 8 || why != "" {
 			return nil
 		}
-		var extra map[string]any
+		extra := map[string]any{"debug": pr.cfg.withheldList}
 		var vs []int
 		if verdicts != nil {
 			vs = verdicts[frame]
 			if vs == nil {
 				vs = []int{} // a frame not laid out: all of its text is withheld
+				extra["forceWhy"] = readerjs.WhyFrame
 			}
-			extra = map[string]any{"verdicts": vs}
+			extra["verdicts"], extra["why"] = vs, whys[frame]
 		}
 		rr, err := pr.evalFrame(ctx, v, frame, readerjs.ModeRead, extra)
 		if err != nil {
@@ -763,7 +806,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		}
 		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) {
 			// Not the frame the shots judged: withhold all of its text.
-			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}}); err != nil {
+			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}, "forceWhy": readerjs.WhyChanged, "debug": pr.cfg.withheldList}); err != nil {
 				return err
 			}
 		}
@@ -781,6 +824,26 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	}
 	if err := read(mainID, 0); err != nil {
 		return nil, "", err
+	}
+	// The frames not read (not shown by the page, too deep, or whose read failed): their text is
+	// counted, withheld, by the same reader (whose credential check runs there too). A frame that
+	// cannot be evaluated at all is counted as lost.
+	lost := 0
+	for _, f := range v.frames {
+		if reads[f] != nil || why != "" {
+			continue
+		}
+		rr, err := pr.evalFrame(ctx, v, f, readerjs.ModeRead, map[string]any{"verdicts": []int{}, "forceWhy": readerjs.WhyFrame, "debug": pr.cfg.withheldList})
+		if err != nil {
+			lost++
+			continue
+		}
+		if w := controlsCredential(rr.Controls); w != "" {
+			why = w
+			break
+		}
+		rr.Text, rr.Links, rr.Fields, rr.Frames = "", nil, nil, nil
+		reads[f] = rr
 	}
 	if verdicts != nil {
 		thaw(ctx, v)
@@ -818,12 +881,17 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	for _, rr := range reads {
 		snap.withheld += rr.Withheld
 	}
+	snap.account, snap.list = pageAccount(reads, mainID)
+	snap.account.Frames += lost
+	snap.account.FramesLost += lost
 	if snap.withheld > 0 {
 		snap.unproven = "not shown by rendering: still hidden after scrolling, in a frame drawn transformed, past the bound of scroll passes, or not shot in the time a read has"
 	}
 	var links []rawLink
 	snap.text = pr.assemble(mainID, reads, &links, &snap.fields, 0)
-	snap.text = capText(collapseBlankLines(snap.text), pr.cfg.textCap)
+	whole := collapseBlankLines(snap.text)
+	snap.text = capText(whole, pr.cfg.textCap)
+	snap.cut = nonSpace(whole) - nonSpace(snap.text)
 	snap.links = pr.decideLinks(links)
 	return snap, "", nil
 }
@@ -903,6 +971,19 @@ func collapseBlankLines(t string) string {
 		t = strings.ReplaceAll(t, "\n\n\n", "\n\n")
 	}
 	return strings.TrimSpace(t)
+}
+
+// nonSpace counts the characters of t other than white space, as the reader counts them
+// (JavaScript's \s: Unicode White_Space and U+FEFF, not U+0085).
+func nonSpace(t string) int {
+	n := 0
+	for _, r := range t {
+		if r == 0xFEFF || (unicode.IsSpace(r) && r != 0x85) {
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // capText cuts t to at most n bytes on a rune boundary.

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -43,7 +44,7 @@ func readAll(t *testing.T, s *Session) string {
 // reach the output; everything visible must.
 func TestReaderHiddenText(t *testing.T) {
 	t.Parallel()
-	s := newSession(t)
+	s := newSession(t, WithWithheldList(true))
 	k := newKey()
 	p, err := s.Open(ctxT(t), testFix.Site+"/p/"+k+"/hidden.html")
 	if err != nil {
@@ -52,6 +53,26 @@ func TestReaderHiddenText(t *testing.T) {
 	text := readAll(t, s)
 	if !strings.HasPrefix(text, p.Text) {
 		t.Errorf("Open's Text is not the first chunk of Read's")
+	}
+	// The account: the hidden families are counted withheld, not handed out; the text holds
+	// exactly what is counted handed out; the debug list names every withheld character.
+	end, err := s.Read(ctxT(t), len(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := end.Account
+	if acc.Pending != 0 || acc.Withheld[readerjs.WhyHidden] == 0 || nonSpace(text) != acc.Handed {
+		t.Errorf("account %+v: want nothing pending, hidden text counted withheld, and %d characters handed out (the text's)", acc, nonSpace(text))
+	}
+	listed := 0
+	for _, w := range end.WithheldRuns {
+		listed += w.Chars
+		if w.Reason == "" || w.Chars <= 0 {
+			t.Errorf("withheld run without reason or characters: %+v", w)
+		}
+	}
+	if listed != acc.WithheldTotal() {
+		t.Errorf("the withheld list holds %d characters; the account withholds %d (%v)", listed, acc.WithheldTotal(), acc.Withheld)
 	}
 	links, err := s.Links(ctxT(t))
 	if err != nil {

@@ -288,6 +288,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	c := s.chunk(st, 0)
 	page.Title, page.Heading = st.title, st.heading
 	page.Withheld, page.Unproven, page.Invisible = c.Withheld, c.Unproven, c.Invisible
+	page.Account, page.WithheldRuns = c.Account, c.WithheldRuns
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
 	return page, nil
 }
@@ -331,6 +332,7 @@ func (s *Session) chunk(st *pageState, offset int) Chunk {
 	c.More = c.More || !st.whole()
 	c.Withheld, c.Unproven = st.unread, st.unproven
 	c.Invisible = st.invisibleText + st.invisibleRest
+	c.Account, c.WithheldRuns = st.account, st.list
 	return c
 }
 

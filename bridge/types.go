@@ -3,6 +3,8 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/browser-agent/browser-agent/policy"
@@ -27,6 +29,10 @@ type Page struct {
 	// Invisible counts the code points of the page withheld because no font draws them (tag
 	// characters, zero-width carriers, bidirectional overrides: package invisible).
 	Invisible int
+	// Account is what became of the page's text so far (see Account); WithheldRuns lists each
+	// withheld text node when the session was launched with WithWithheldList.
+	Account      Account
+	WithheldRuns []WithheldRun
 }
 
 // WithheldNote is the sentence a tool result carries about withheld text, or "".
@@ -44,6 +50,106 @@ func withheldNote(n int, why string, invisible int) string {
 		note += fmt.Sprintf("%d invisible character(s) were withheld: no font draws them (tag characters, zero-width or bidirectional controls), so no person reads them", invisible)
 	}
 	return note
+}
+
+// Account is what became of the text of a page, as far as it has been read: every text node of
+// the page (every frame read, open and closed shadow roots included) is handed out in the page's
+// text, left for a later read, or withheld for a reason (readerjs.Why*: not rendered, a form
+// field's value, hidden, not proven visible in time, ...). Counts are characters other than
+// white space (Unicode White_Space, as JavaScript's \s), so that the law holds whatever the
+// whitespace: Handed + Pending + the sum of Withheld is the characters of every text node.
+type Account struct {
+	Handed   int            `json:"handed"`
+	Pending  int            `json:"pending,omitempty"`
+	Withheld map[string]int `json:"withheld,omitempty"`
+	// Frames counts the frames whose text is counted (the main frame and each child frame read
+	// or counted as not read); FramesLost those the bridge could not reach at all (no session,
+	// or an error), whose text is in no count.
+	Frames     int `json:"frames"`
+	FramesLost int `json:"frames_lost,omitempty"`
+}
+
+// Total is the characters the account covers.
+func (a Account) Total() int { return a.Handed + a.Pending + a.WithheldTotal() }
+
+// WithheldTotal is the characters withheld, for every reason.
+func (a Account) WithheldTotal() int {
+	n := 0
+	for _, v := range a.Withheld {
+		n += v
+	}
+	return n
+}
+
+// add adds b to a.
+func (a *Account) add(b Account) {
+	a.Handed += b.Handed
+	a.Pending += b.Pending
+	a.Frames += b.Frames
+	a.FramesLost += b.FramesLost
+	for k, v := range b.Withheld {
+		a.withhold(k, v)
+	}
+}
+
+// withhold counts n characters withheld for why.
+func (a *Account) withhold(why string, n int) {
+	if n <= 0 {
+		return
+	}
+	if a.Withheld == nil {
+		a.Withheld = map[string]int{}
+	}
+	a.Withheld[why] += n
+}
+
+// Note is the sentence a read result carries about the account: how much of the page was
+// handed out so far and how much withheld, by reason. end says the page is read to its end:
+// the sentence then says how much of the page was withheld in all.
+func (a Account) Note(end bool) string {
+	reasons := make([]string, 0, len(a.Withheld))
+	for k := range a.Withheld {
+		reasons = append(reasons, k)
+	}
+	sort.Slice(reasons, func(i, k int) bool {
+		if a.Withheld[reasons[i]] != a.Withheld[reasons[k]] {
+			return a.Withheld[reasons[i]] > a.Withheld[reasons[k]]
+		}
+		return reasons[i] < reasons[k]
+	})
+	var parts []string
+	for _, k := range reasons {
+		parts = append(parts, fmt.Sprintf("%d %s", a.Withheld[k], k))
+	}
+	by := ""
+	if len(parts) > 0 {
+		by = " (" + strings.Join(parts, ", ") + ")"
+	}
+	lost := ""
+	if a.FramesLost > 0 {
+		lost = fmt.Sprintf("; %d frame(s) could not be reached and are in no count", a.FramesLost)
+	}
+	if end {
+		return fmt.Sprintf("end of page: %d characters handed out; %d characters of the page withheld in all%s%s", a.Handed, a.WithheldTotal(), by, lost)
+	}
+	pending := ""
+	if a.Pending > 0 {
+		pending = fmt.Sprintf("; %d not decided yet (the next read goes on)", a.Pending)
+	}
+	return fmt.Sprintf("%d characters handed out so far; %d withheld%s%s%s", a.Handed, a.WithheldTotal(), by, pending, lost)
+}
+
+// WithheldRun is one text node a read withheld, listed when the session was launched with
+// WithWithheldList: why (readerjs.Why*), the reader's detail, its characters, its parent's
+// tag and its box (x, y, width, height in CSS px, the frame's page coordinates). Never its text:
+// withheld text reaches no one.
+type WithheldRun struct {
+	Frame  string     `json:"frame,omitempty"` // "" for the main frame
+	Reason string     `json:"reason"`
+	Detail string     `json:"detail,omitempty"`
+	Chars  int        `json:"chars"`
+	Tag    string     `json:"tag,omitempty"`
+	Box    [4]float64 `json:"box"`
 }
 
 // Hop is one redirect hop and the decision taken on it.
@@ -64,6 +170,9 @@ type Chunk struct {
 	Withheld  int
 	Unproven  string
 	Invisible int
+	// Account and WithheldRuns are the page's, as in Page, as far as it has been read.
+	Account      Account
+	WithheldRuns []WithheldRun
 }
 
 // WithheldNote is the sentence a tool result carries about withheld text, or "".

@@ -140,6 +140,8 @@ const (
 // whose runs are not the ones decided before (its number of runs changed) starts again.
 type visState struct {
 	runs map[string][]uint8
+	// why is, per frame, why each withheld run is withheld (readerjs.Why*).
+	why map[string]map[int]string
 	// done: nothing is pending (or pixels are off): the page's text is complete.
 	done bool
 	// shrink counts the phases that ran out of time having decided nothing (bandH).
@@ -181,6 +183,8 @@ type frameRuns struct {
 	children []string
 	still    string // the scroll positions of the last layout (layoutRead.Still)
 	movers   [][4]float64
+	// unsure says, for a run left pending, why no pass could decide it (reason*), when known.
+	unsure map[int]string
 }
 
 // pixelJob is the pixel phase of one read: every frame laid out, shot together.
@@ -203,6 +207,7 @@ type pixelJob struct {
 	// the proof's own changes): nothing of that group's shots, nor of any later group of this
 	// job, is counted (the page answers the proof; its runs are not read).
 	tampered bool
+	moves    int // groups whose runs moved under the shots (moved)
 }
 
 // twoFrames says whether the groups shot now are proven with two frames: the page's clocks
@@ -223,12 +228,15 @@ func (j *pixelJob) inView(b [4]float64) bool {
 	return b[0] >= j.view[0] && b[1] >= j.view[1] && b[0]+b[2] <= j.view[0]+j.view[2] && b[1]+b[3] <= j.view[1]+j.view[3]
 }
 
-// verdictsOf returns each frame's verdicts for the reader and the page's state after this
-// phase. Every frame laid out gets a list. A run still pending is left for a later read
-// (runLater), unless final: then it is withheld (the phase ran its course, or decided nothing).
-func (j *pixelJob) verdictsOf(final bool) (map[string][]int, *visState) {
+// verdictsOf returns each frame's verdicts for the reader, why each withheld run is withheld
+// (readerjs.Why*, by run), and the page's state after this phase. Every frame laid out gets a
+// list. A run still pending is left for a later read (runLater), unless final: then it is
+// withheld (the phase ran its course: ranCourse, and no pass showed it; or it decided nothing in
+// time). A run withheld by an earlier read stays withheld, with its reason.
+func (j *pixelJob) verdictsOf(final, ranCourse bool) (map[string][]int, map[string]map[int]string, *visState) {
 	out := map[string][]int{}
-	next := &visState{runs: map[string][]uint8{}, done: true, shrink: j.shrink()}
+	whys := map[string]map[int]string{}
+	next := &visState{runs: map[string][]uint8{}, why: map[string]map[int]string{}, done: true, shrink: j.shrink()}
 	if j.prev != nil {
 		for id, rs := range j.prev.runs {
 			if j.frames[id] != nil {
@@ -242,19 +250,24 @@ func (j *pixelJob) verdictsOf(final bool) (map[string][]int, *visState) {
 				}
 				next.done = false
 			}
-			next.runs[id] = rs
+			next.runs[id], next.why[id] = rs, j.prev.why[id]
 		}
 	}
 	for id, f := range j.frames {
 		vs := make([]int, len(f.verdicts))
 		st := make([]uint8, len(f.verdicts))
+		why := map[int]string{}
 		for i, x := range f.verdicts {
 			switch {
 			case f.old[i]:
 				st[i] = j.prev.runs[id][i]
-				if st[i] == stVisible {
+				switch st[i] {
+				case stVisible:
 					x = runServed
-				} else {
+				case stWithheld:
+					x = runWithheld
+					why[i] = j.prev.why[id][i]
+				default:
 					x = runHidden
 				}
 			case !f.pending[i] && x == runVisible:
@@ -263,15 +276,23 @@ func (j *pixelJob) verdictsOf(final bool) (map[string][]int, *visState) {
 				st[i], x = stHidden, runHidden
 			case final:
 				st[i], x = stWithheld, runWithheld
+				switch {
+				case f.unsure[i] != "":
+					why[i] = f.unsure[i]
+				case ranCourse:
+					why[i] = readerjs.WhyNotShown
+				default:
+					why[i] = readerjs.WhyUnproven
+				}
 			default:
 				st[i], x = stPending, runLater
 				next.done = false
 			}
 			vs[i] = x
 		}
-		out[id], next.runs[id] = vs, st
+		out[id], next.runs[id], whys[id], next.why[id] = vs, st, why, why
 	}
-	return out, next
+	return out, whys, next
 }
 
 // undecided counts the runs no pass decided.
@@ -319,7 +340,7 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 	f := j.frames[frame]
 	if f == nil {
 		n := len(l.Runs)
-		f = &frameRuns{id: frame, verdicts: make([]int, n), pending: make([]bool, n), old: make([]bool, n), tried: map[int]bool{}}
+		f = &frameRuns{id: frame, verdicts: make([]int, n), pending: make([]bool, n), old: make([]bool, n), tried: map[int]bool{}, unsure: map[int]string{}}
 		var prev []uint8
 		if j.prev != nil && len(j.prev.runs[frame]) == n {
 			prev = j.prev.runs[frame]
@@ -519,6 +540,37 @@ func (j *pixelJob) pass(ctx context.Context) error {
 			return err
 		}
 		j.groups++
+		// The shots must show the layout the boxes were measured in: a shot beyond the viewport
+		// may lay the page out again (Chromium resizes the view for it; on DocBook pages the
+		// first such shot moves every line below by up to 18 px), and a run counted in a box
+		// its glyphs have left is decided hidden in silence. The runs this group would decide
+		// are measured again; if any moved, nothing of the group is counted and the pass starts
+		// over on the new boxes (a bounded number of times; then they stay pending and are
+		// withheld, counted, when the phase ends).
+		var decide []runKey
+		seen := map[runKey]bool{}
+		for _, rb := range judge {
+			if k := (runKey{rb.f, rb.run}); rb.f.pending[rb.run] && last[k] < g1 && !seen[k] {
+				seen[k] = true
+				decide = append(decide, k)
+			}
+		}
+		moved, err := j.moved(ctx, decide)
+		if err != nil {
+			return err
+		}
+		if len(moved) > 0 {
+			j.moves++
+			j.r.cfg.logf("bridge: visibility by rendering: %d runs moved while shot (the page laid out again): measured again", len(moved))
+			if j.moves > maxMoves {
+				for _, k := range moved {
+					k.f.tried[k.run] = true // no reveal pass either: left pending, withheld at the end
+					k.f.unsure[k.run] = readerjs.WhyMoved
+				}
+				return errLayoutMoves
+			}
+			return j.pass(ctx)
+		}
 		var now []runKey // decided by this group
 		for _, rb := range judge {
 			k := runKey{rb.f, rb.run}
@@ -539,6 +591,86 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// maxMoves bounds how many groups of one phase may find their runs moved after the shots (moved):
+// past it the phase stops, and the runs that moved are left pending.
+const maxMoves = 4
+
+// moveTolerance is how far, in CSS px, a box may move between its measure and the check after
+// the shots: less than a glyph's stroke.
+const moveTolerance = 1
+
+// errLayoutMoves stops a phase whose page kept laying itself out again under the shots.
+var errLayoutMoves = errors.New("pixel phase: the page's layout kept moving under the shots")
+
+// moved measures again the frames of keys and returns the runs whose boxes are not where they
+// were measured (within moveTolerance); when any moved, every frame is laid out again and its
+// boxes are the new ones. A frame whose runs are no longer the ones measured (a page whose run
+// set depends on where it is scrolled: the reveal passes scroll it) cannot be compared run by
+// run: it is left as it is, as the passes before this check left it.
+func (j *pixelJob) moved(ctx context.Context, keys []runKey) ([]runKey, error) {
+	byFrame := map[*frameRuns][]runKey{}
+	for _, k := range keys {
+		byFrame[k.f] = append(byFrame[k.f], k)
+	}
+	var out []runKey
+	mainKept := true
+	for f, ks := range byFrame {
+		if f.boxes == nil {
+			continue
+		}
+		lay, err := j.r.evalFrame(ctx, j.v, f.id, readerjs.ModeLayout, map[string]any{"child": f.id != j.v.mainID})
+		if err != nil {
+			return nil, err
+		}
+		var l layoutRead
+		if err := json.Unmarshal(lay.Layout, &l); err != nil {
+			return nil, fmt.Errorf("layout: %w", err)
+		}
+		if len(l.Runs) != len(f.verdicts) {
+			j.r.cfg.logf("bridge: frame %s has %d runs, %d when laid out: not compared after the shots", f.id, len(l.Runs), len(f.verdicts))
+			mainKept = mainKept && f.id != j.v.mainID
+			continue
+		}
+		for _, k := range ks {
+			var bs [][4]float64
+			if s := string(l.Runs[k.run]); s != "null" && s != "0" && json.Unmarshal(l.Runs[k.run], &bs) != nil {
+				return nil, fmt.Errorf("layout run %d: unreadable", k.run)
+			}
+			for i := range bs {
+				bs[i][0] += f.off[0]
+				bs[i][1] += f.off[1]
+			}
+			if !sameBoxes(f.boxes[k.run], bs) {
+				out = append(out, k)
+			}
+		}
+	}
+	if len(out) > 0 && !mainKept {
+		return nil, nil // no layout of the page to start over on: as before the check
+	}
+	if len(out) > 0 {
+		if err := j.layout(ctx, j.v.mainID, [2]float64{}, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// sameBoxes says whether now are old, within moveTolerance.
+func sameBoxes(old, now [][4]float64) bool {
+	if len(now) != len(old) {
+		return false
+	}
+	for i, b := range old {
+		for c := range 4 {
+			if d := b[c] - now[i][c]; d > moveTolerance || d < -moveTolerance {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // recheckRemote shoots a group again, waiting longer for each paint, when an out-of-process

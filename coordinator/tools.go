@@ -296,6 +296,35 @@ type envelope struct {
 	// Withheld is the bridge's note that some of the page's text was not read because rendering
 	// could not prove it visible (visibility by rendering fails closed).
 	Withheld string `json:"withheld,omitempty"`
+	// Account is the bridge's account of the page's text so far (bridge.Account): characters
+	// handed out, pending, and withheld by reason, with its sentence; at the end of the page the
+	// sentence says how much was withheld in all.
+	Account *accountData `json:"account,omitempty"`
+}
+
+// accountData is a read result's account (bridge.Account) and its sentence.
+type accountData struct {
+	Handed   int            `json:"handed_chars"`
+	Pending  int            `json:"pending_chars,omitempty"`
+	Withheld map[string]int `json:"withheld_chars,omitempty"`
+	Note     string         `json:"note"`
+}
+
+// accountOf is the account of a read result, nil when the browser kept none (a fake browser).
+func accountOf(a bridge.Account, more bool) *accountData {
+	if a.Frames == 0 {
+		return nil
+	}
+	return &accountData{Handed: a.Handed, Pending: a.Pending, Withheld: a.Withheld, Note: a.Note(!more)}
+}
+
+// endOnly is the list of withheld runs of a page's last chunk: once per page, when its account is
+// whole.
+func endOnly(runs []bridge.WithheldRun, more bool) []bridge.WithheldRun {
+	if more {
+		return nil
+	}
+	return runs
 }
 
 // encodeResult turns an envelope into tool message content: the preface, a newline and the JSON on
@@ -335,6 +364,9 @@ type pageData struct {
 	Next       int    `json:"next"`
 	More       bool   `json:"more"`
 	Truncated  bool   `json:"truncated,omitempty"`
+	// WithheldRuns lists the withheld text nodes when the browser was launched with the debug
+	// switch (bridge.WithWithheldList): page data, since tags are the page's.
+	WithheldRuns []bridge.WithheldRun `json:"withheld_runs,omitempty"`
 	// Fields are the page's labelled fields, exactly as extract_fields would return them (and
 	// recorded as evidence by the same rules).
 	Fields []fieldData `json:"fields"`
@@ -353,10 +385,11 @@ type pageLink struct {
 }
 
 type chunkData struct {
-	Text   string `json:"text"`
-	Offset int    `json:"offset"`
-	Next   int    `json:"next"`
-	More   bool   `json:"more"`
+	Text         string               `json:"text"`
+	Offset       int                  `json:"offset"`
+	Next         int                  `json:"next"`
+	More         bool                 `json:"more"`
+	WithheldRuns []bridge.WithheldRun `json:"withheld_runs,omitempty"`
 }
 
 type linkData struct {
@@ -547,7 +580,8 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	data := pageData{
 		Title: page.Title, HTTPStatus: page.Status, Text: page.Text,
 		Offset: page.Offset, Next: page.Next, More: page.More, Truncated: page.Truncated,
-		Fields: r.evidence(final.URL, now, fs),
+		Fields:       r.evidence(final.URL, now, fs),
+		WithheldRuns: endOnly(page.WithheldRuns, page.More),
 	}
 	all := r.decideLinks(final.URL, ls)
 	// Only the links given here are numbered for open_url {"link": n}: a link the model was not
@@ -569,6 +603,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		Tool: tool, Status: resultOK, Source: final.URL, RetrievedAt: now.Format(time.RFC3339Nano),
 		Untrusted: data,
 		Withheld:  page.WithheldNote(),
+		Account:   accountOf(page.Account, page.More),
 	})
 	return outcome{
 		step:    newStep(tool, final.URL, policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}),
@@ -742,7 +777,8 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	return outcome{
 		step: newStep(ToolReadPage, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
 		content: encodeResult(envelope{Tool: ToolReadPage, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
-			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More}, Withheld: ch.WithheldNote()}),
+			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More, WithheldRuns: endOnly(ch.WithheldRuns, ch.More)},
+			Withheld:  ch.WithheldNote(), Account: accountOf(ch.Account, ch.More)}),
 	}
 }
 

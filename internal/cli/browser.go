@@ -28,6 +28,14 @@ func launchBridge(ctx context.Context, pol *policy.Policy) (coordinator.Browser,
 	return launchGuarded(ctx, nil, os.Getenv(EnvUpstreamRoots), pol)
 }
 
+// launchWithheldList is launchBridge with the debug switch on (bridge.WithWithheldList): each
+// page's last read result lists the text nodes withheld, with reason and box.
+func launchWithheldList(rootsFile string) coordinator.Launcher {
+	return func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
+		return launchGuarded(ctx, nil, rootsFile, pol, bridge.WithWithheldList(true))
+	}
+}
+
 // SharedLauncher is the coordinator.Launcher of runs in one process that share the Playwright driver rt (the
 // adversarial suite's in-process runs): each run still gets its own Chromium, profile and egress
 // proxy, as launchBridge's does. rootsFile is as RunConfig.UpstreamRoots; opts are the bridge's

@@ -28,15 +28,16 @@ const EnvMCPToken = "BROWSER_AGENT_MCP_TOKEN"
 const MCPPath = "/mcp"
 
 // mcpCmd is "browser-agent mcp [--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D]
-// [--session-time D] [--browser-memory MIB]".
+// [--session-time D] [--browser-memory MIB] [--withheld-list]".
 func mcpCmd(e *env, args []string) error {
-	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D] [--session-time D] [--browser-memory MIB]")
+	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D] [--session-time D] [--browser-memory MIB] [--withheld-list]")
 	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close a session's browser after this long without a tool call")
 	sessionTime := fs.Duration("session-time", coordinator.DefaultDeadline, "time budget of one browser session; when it is spent the next call starts a new one")
 	memMiB := fs.Int64("browser-memory", mcpserver.DefaultMemoryLimit>>20, "MiB: a session whose browser processes (driver, Chromium, renderers) use more starts a new browser session on its next call; 0: no bound")
+	withheldList := fs.Bool("withheld-list", false, "debug: at the end of each page read, list every text node withheld (reason, box, characters, tag; never its text) in the tool result")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
@@ -63,8 +64,12 @@ func mcpCmd(e *env, args []string) error {
 		return err
 	}
 	defer done()
+	launch := coordinator.Launcher(launchMCP)
+	if *withheldList {
+		launch = launchWithheldList(os.Getenv(EnvUpstreamRoots))
+	}
 	srv, err := mcpserver.New(mcpserver.Config{
-		Policy: pol, Launch: launchMCP, Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
+		Policy: pol, Launch: launch, Store: store, IdleTimeout: *idle, SessionTime: *sessionTime,
 		MemoryLimit: memLimit, Logf: stderrLogf(e),
 	})
 	if err != nil {

@@ -45,6 +45,7 @@ func runCmd(e *env, args []string) error {
 	fs.BoolVar(&cfg.JSON, "json", false, "print the result as one JSON object on stdout")
 	fs.StringVar(&cfg.DB, "db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
 	fs.StringVar(&cfg.Transcript, "transcript", "", "write every message given to and returned by the model to FILE, as JSON lines")
+	fs.BoolVar(&cfg.WithheldList, "withheld-list", false, "debug: at the end of each page read, list every text node withheld (reason, box, characters, tag; never its text) in the tool result (see it with --transcript)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -72,6 +73,7 @@ type RunConfig struct {
 	JSON          bool   // the result as one JSON object on Stdout
 	DB            string // the audit store; "" is audit.DefaultPath()
 	Transcript    string // "" writes none
+	WithheldList  bool   // the debug switch: each page's withheld text nodes listed in its last read result (bridge.WithWithheldList)
 	UpstreamRoots string // PEM file of authorities the egress proxy trusts besides the system's ($BROWSER_AGENT_UPSTREAM_ROOTS)
 	OpenAI        OpenAIConfig
 	Debug         bool                 // launch failures in full on Stderr ($BROWSER_AGENT_DEBUG)
@@ -187,6 +189,9 @@ func runTask(ctx context.Context, e *env, cfg RunConfig, sigs *signals) error {
 	launch := cfg.Launch
 	if launch == nil {
 		launch = launchBrowser
+		if cfg.WithheldList {
+			launch = launchWithheldList(cfg.UpstreamRoots)
+		}
 	}
 	ra.Launch = logLaunchErrors(e, cfg.Debug, launch)
 	return rep(coordinator.New(pol, opts...).Run(ctx, ra))

@@ -43,6 +43,26 @@ const (
 	ServedClose = "\uE003"
 )
 
+// Why a text node's characters were not handed out: the reasons of the reader's account (every
+// text node of a frame is handed out, served by an earlier read, left for a later one, or
+// withheld for one of these). The bridge gives the reasons of the runs the pixels withheld
+// (opts.why); the reader finds the others.
+const (
+	WhyNotRendered = "not rendered"               // script, style, head, display: none, a frame owner's own children...
+	WhyField       = "a form field's value"       // inputs, text areas, options, editable elements: never read
+	WhyHidden      = "hidden"                     // the page's style or geometry, or the pixels: drawing it changes nothing a person sees
+	WhyUnproven    = "not proven visible in time" // the pixel phase ran out of time before deciding it
+	WhyNotShown    = "not shown by scrolling"     // still not shown after the scroll passes, or in a frame drawn transformed
+	WhyMoved       = "moved under the shots"      // the page kept laying itself out again while it was shot
+	WhyFrame       = "in a frame not read"        // a frame the page does not show, or not laid out
+	WhyChanged     = "changed during the read"    // the frame's runs were not the ones the shots judged
+	WhyCap         = "past the text cap"          // the page's text is over the bridge's cap
+	WhyLater       = "left for the next read"     // not withheld: a later read of the page decides it
+)
+
+// DebugListCap bounds the withheld nodes one frame lists in debug mode.
+const DebugListCap = 2000
+
 // Const is one constant of the generated JavaScript file.
 type Const struct {
 	Name  string // the JavaScript name
@@ -59,6 +79,10 @@ var Consts = []Const{
 	{"PAINT_RUNS", PaintRuns}, {"PAINT_RESTORE", PaintRestore},
 	{"FRAME_OPEN", FrameOpen}, {"FRAME_CLOSE", FrameClose},
 	{"SERVED_OPEN", ServedOpen}, {"SERVED_CLOSE", ServedClose},
+	{"WHY_NOT_RENDERED", WhyNotRendered}, {"WHY_FIELD", WhyField}, {"WHY_HIDDEN", WhyHidden},
+	{"WHY_UNPROVEN", WhyUnproven}, {"WHY_NOT_SHOWN", WhyNotShown}, {"WHY_MOVED", WhyMoved},
+	{"WHY_FRAME", WhyFrame}, {"WHY_CHANGED", WhyChanged}, {"WHY_CAP", WhyCap}, {"WHY_LATER", WhyLater},
+	{"DEBUG_LIST_CAP", DebugListCap},
 }
 
 // Header is the first line of the generated file.

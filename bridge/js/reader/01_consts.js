@@ -18,3 +18,14 @@
   const FRAME_CLOSE = '\uE001';
   const SERVED_OPEN = '\uE002';
   const SERVED_CLOSE = '\uE003';
+  const WHY_NOT_RENDERED = 'not rendered';
+  const WHY_FIELD = 'a form field\'s value';
+  const WHY_HIDDEN = 'hidden';
+  const WHY_UNPROVEN = 'not proven visible in time';
+  const WHY_NOT_SHOWN = 'not shown by scrolling';
+  const WHY_MOVED = 'moved under the shots';
+  const WHY_FRAME = 'in a frame not read';
+  const WHY_CHANGED = 'changed during the read';
+  const WHY_CAP = 'past the text cap';
+  const WHY_LATER = 'left for the next read';
+  const DEBUG_LIST_CAP = 2000;

@@ -236,31 +236,35 @@
     for (const a of path) pinnedOf.set(a, v);
     return v;
   };
+  // Why a text node that is not a run, or a run not read, was not read (the account, 90_result.js):
+  // [reason, detail].
+  const textWhy = new Map();
+  const no = (t, why, detail) => { textWhy.set(t, [why, detail]); return false; };
   const textVisibleUncached = (t) => {
     if (!t.data.trim()) return false;
     const p = flatParent(t);
-    if (!p) return false;
-    if (hiddenChain(p)) return false;
+    if (!p) return no(t, WHY_NOT_RENDERED, 'no parent in the flat tree');
+    if (hiddenChain(p)) return no(t, WHY_HIDDEN, 'display, opacity, clip or scale of an ancestor');
     const s = cs(p);
-    if (s.visibility !== 'visible') return false;
+    if (s.visibility !== 'visible') return no(t, WHY_HIDDEN, 'visibility');
     const b = boxed(p);
-    if (!b || !b.checkVisibility({ checkOpacity: true })) return false;
+    if (!b || !b.checkVisibility({ checkOpacity: true })) return no(t, WHY_HIDDEN, 'not rendered by the engine (checkVisibility)');
     // Too small or too blurred to read: the effective font size (computed size times the scale of
     // the transforms above it) under MIN_FONT, or a blur radius of a quarter of it or more.
     const sb = scaleBlur(p);
     const eff = parseFloat(s.fontSize) * sb.scale;
-    if (eff < MIN_FONT || sb.blur >= eff / 4) return false;
+    if (eff < MIN_FONT || sb.blur >= eff / 4) return no(t, WHY_HIDDEN, 'too small or blurred to read');
     // Text drawn only by its shadows (no fill, no stroke): each shadow blurred by a quarter of the
     // size or more is a smudge.
     const fill = parseColor(s.webkitTextFillColor);
     if (fill && fill.a < 0.1 && !(parseFloat(s.webkitTextStrokeWidth) > 0) && s.textShadow && s.textShadow !== 'none') {
       const blurs = [];
       s.textShadow.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (m, x, y, bl) => { blurs.push(parseFloat(bl || '0')); return m; });
-      if (blurs.length && blurs.every((bl) => bl * sb.scale >= eff / 4)) return false;
+      if (blurs.length && blurs.every((bl) => bl * sb.scale >= eff / 4)) return no(t, WHY_HIDDEN, 'drawn only by blurred shadows');
     }
     range.selectNodeContents(t);
     const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
-    if (!rects.length) return false;
+    if (!rects.length) return no(t, WHY_HIDDEN, 'no box on the page: off it, empty or clipped');
     const i = nRuns++;
     runOf.set(t, i);
     runParents.add(p);
@@ -291,13 +295,15 @@
       if (fixed && !boxes.length) beyond = true;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
     }
-    if (!opts.verdicts) return paintVisible(s, p);
+    if (!opts.verdicts) return paintVisible(s, p) || no(t, WHY_HIDDEN, 'paint: no contrast (pixels off)');
     // With verdicts, a run the pixels did not prove visible is not read; withheld ones (and any
-    // run of a frame the pixels did not lay out) are counted.
+    // run of a frame the pixels did not lay out) are counted, with the bridge's reason.
     const vd = opts.verdicts[i];
     if (vd === RUN_VISIBLE || vd === RUN_SERVED) return true;
-    if (vd !== RUN_HIDDEN && vd !== RUN_LATER) withheld++;
-    return false;
+    if (vd === RUN_LATER) return no(t, WHY_LATER, 'left for the next read');
+    if (vd === RUN_HIDDEN) return no(t, WHY_HIDDEN, 'pixels: drawing it changes nothing a person sees');
+    withheld++;
+    return no(t, (opts.why && opts.why[i]) || WHY_UNPROVEN, 'pixels: not decided');
   };
   // paintVisible is the fallback for runs the pixels did not decide. It errs towards hidden: text
   // on a background it cannot know (an image or a gradient) is not read.

@@ -7,6 +7,9 @@
   const SERVED_MARKS = new RegExp('[' + SERVED_OPEN + SERVED_CLOSE + ']', 'g');
   const SERVED_RUN = new RegExp(SERVED_OPEN + '[^' + SERVED_CLOSE + ']*' + SERVED_CLOSE, 'g');
   const FIELD_ROLES = new Set(['textbox', 'searchbox']);
+  // The elements whose text is a form field's value or its choices.
+  const FIELD_TAGS = new Set(['input', 'textarea', 'select', 'option', 'optgroup', 'datalist']);
+  const ACCT_HANDED = 1, ACCT_SERVED = 2;
   const editableField = (el) => {
     if (el.isContentEditable) return true;
     const role = el.getAttribute('role');
@@ -29,6 +32,7 @@
         return;
       }
       if (!textVisible(node)) return;
+      if (st.acct) st.acct.set(node, opts.verdicts && opts.verdicts[runOf.get(node)] === RUN_SERVED ? ACCT_SERVED : ACCT_HANDED);
       const ws = p ? cs(p).whiteSpace : 'normal';
       // The private-use marks below are the reader's own: page text cannot carry them.
       let t = node.data.replace(ALL_MARKS, '');
@@ -47,6 +51,9 @@
     const el = node;
     const tag = el.localName;
     if (frameOwners.has(el)) {
+      // A child frame's own text is read, and counted, in its frame; the owner's children are
+      // never drawn.
+      if (st.acct) st.stops.set(el, WHY_NOT_RENDERED);
       if (st.frames && elementVisible(el)) {
         const id = frameOwners.get(el);
         st.frames.push(id);
@@ -54,15 +61,27 @@
       }
       return;
     }
-    if (SKIP.has(tag)) return;
+    if (SKIP.has(tag)) {
+      if (st.acct) st.stops.set(el, FIELD_TAGS.has(tag) ? WHY_FIELD : WHY_NOT_RENDERED);
+      return;
+    }
     // A field's value is never read: the text of an editable element (contenteditable, a
     // document in design mode, role textbox or searchbox) is what a person typed or a page put
     // in the field, whatever the field is named now or later.
-    if (editableField(el)) return;
-    if (tag === 'dialog' && !el.open) return;
+    if (editableField(el)) {
+      if (st.acct) st.stops.set(el, WHY_FIELD);
+      return;
+    }
+    if (tag === 'dialog' && !el.open) {
+      if (st.acct) st.stops.set(el, WHY_NOT_RENDERED);
+      return;
+    }
     if (tag === 'br') { st.emit(out, '\n'); return; }
     const s = cs(el);
-    if (s.display === 'none') return;
+    if (s.display === 'none') {
+      if (st.acct) st.stops.set(el, WHY_NOT_RENDERED);
+      return;
+    }
     const block = isBlock(s);
     const brk = block ? (PARA.has(tag) ? '\u2029' : '\n') : '';
     st.emit(out, brk);
@@ -122,6 +141,10 @@
   };
 
   const main = newState(opts.textCap);
+  // The account (90_result.js): what became of each text node the walk reached (acct), and the
+  // elements below which it read nothing, with why (stops).
+  main.acct = new Map();
+  main.stops = new Map();
   main.links = [];
   main.frames = [];
   main.structures = [];

@@ -1,0 +1,300 @@
+package bridge
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
+	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/policy"
+	"github.com/mxschmitt/playwright-go"
+)
+
+// The conservation law on real manuals (issue 48): every text node of a page is handed out or
+// withheld with a reason, and what a person reads reaches the model. Pages of PostgreSQL's,
+// Python's and SQLite's manuals, as Debian installs them (scripts/setup), served over http and
+// https, each read through the bridge to its end and compared with a plain Chromium's view of it:
+// its text nodes (every frame, open shadow roots) and its innerText, line by line.
+
+// manualPages is how many sampled pages of each manual the suite reads (besides the named
+// ones); $BRIDGE_MANUAL_PAGES reads more (the benchmark in BENCHMARKS.md: 0 for every page, -1
+// for the named pages only).
+const manualPages = 6
+
+// manualMaxSize leaves the largest pages (indexes of a whole manual) out of the suite's sample,
+// to keep its time modest; the benchmark reads them ($BRIDGE_MANUAL_MAX, bytes).
+const manualMaxSize = 200 << 10
+
+// minLineShare is the least share of a page's innerText lines that must reach the model.
+const minLineShare = 0.995
+
+// namedPages are read on both schemes, whatever the sample: the pages issue 48 measured.
+var namedPages = map[string][]string{
+	"postgresql": {"plpgsql-control-structures.html", "pgbench.html", "sql-select.html", "functions-matching.html"},
+}
+
+// pageCount is what the plain browser sees of a page: the characters other than white space of
+// its text nodes (every frame, open shadow roots) and its innerText.
+type pageCount struct {
+	Chars int    `json:"chars"`
+	Inner string `json:"inner"`
+}
+
+// countJS counts a page's text nodes as the reader's account does (js/reader/90_result.js).
+const countJS = `() => {
+  const WS = /\s+/g, PAIRS = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+  let n = 0;
+  const v = (x) => {
+    if (x.nodeType === 3) { const y = x.data.replace(WS, ''); n += y.length - (y.match(PAIRS) || []).length; }
+    if (x.shadowRoot) v(x.shadowRoot);
+    for (let c = x.firstChild; c; c = c.nextSibling) v(c);
+  };
+  v(document);
+  return { chars: n, inner: document.body ? document.body.innerText : '' };
+}`
+
+// manualSample is the manual's pages the suite reads: the named ones, then n more spread evenly
+// over its pages in name order (every page when n is 0), up to maxSize bytes each.
+func manualSample(t testing.TB, m testutil.Manual, n int, maxSize int64) []string {
+	var all []string
+	err := filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), "_") {
+			return filepath.SkipDir // Sphinx's sources, downloads and static files
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".html") {
+			if fi, err := os.Stat(p); err == nil && (maxSize <= 0 || fi.Size() <= maxSize) {
+				rel, _ := filepath.Rel(m.Dir, p)
+				all = append(all, filepath.ToSlash(rel))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", m.Dir, err)
+	}
+	slices.Sort(all)
+	out := slices.Clone(namedPages[m.Name])
+	if n < 0 {
+		return out // the named pages only
+	}
+	if n == 0 || n >= len(all) {
+		n = len(all)
+	}
+	for i := range n {
+		if p := all[i*len(all)/n]; !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// manualResult is one page read through the bridge and compared.
+type manualResult struct {
+	lines, reached int
+	account        Account
+	total          int
+	credential     bool // withheld whole: the page showed a credential field
+}
+
+// TestManualsConservation reads a sample of each manual's pages, alternating http and https
+// (the named pages on both), and asserts on every page: the account covers exactly the
+// characters of the page's text nodes (handed out + pending + withheld), nothing is left
+// pending at the end, the text handed out holds exactly the characters counted handed out, and
+// at least minLineShare of innerText's lines reached the model (the rest counted withheld).
+func TestManualsConservation(t *testing.T) {
+	n := envInt("BRIDGE_MANUAL_PAGES", manualPages)
+	maxSize := int64(envInt("BRIDGE_MANUAL_MAX", manualMaxSize))
+	for _, m := range testutil.Manuals {
+		t.Run(m.Name, func(t *testing.T) {
+			m := testutil.ManualByName(t, m.Name)
+			plainSrv, secureSrv, ca := testutil.ServeDir(t, m.Dir)
+			pages := manualSample(t, m, n, maxSize)
+			var sum manualResult
+			pagesRead, low, credential := 0, 0, 0
+			for _, scheme := range []string{"http", "https"} {
+				srv := plainSrv
+				if scheme == "https" {
+					srv = secureSrv
+				}
+				// Over http one pixel phase has time to decide a whole page, as on a fast machine:
+				// the shots then follow the first shot's new layout in the same phase (issue 48's
+				// loss). Over https the bridge's own bounds, as in production.
+				s := manualSession(t, srv.URL, ca, scheme == "http")
+				for i, p := range pages {
+					named := slices.Contains(namedPages[m.Name], p)
+					if !named && (i%2 == 0) != (scheme == "http") {
+						continue
+					}
+					r := readManualPage(t, s, srv.URL+"/"+p, plainSrv.URL+"/"+p, m.Name+" "+scheme+" "+p)
+					if r.credential {
+						credential++
+						continue
+					}
+					pagesRead++
+					sum.lines += r.lines
+					sum.reached += r.reached
+					sum.total += r.total
+					sum.account.add(r.account)
+					if float64(r.reached) < minLineShare*float64(r.lines) {
+						low++
+					}
+				}
+			}
+			t.Logf("%s: %d pages, %d of %d innerText lines reached the model (%.2f%%), %d pages under %.1f%%; %d characters: %d handed out, withheld %v",
+				m.Name, pagesRead, sum.reached, sum.lines, 100*float64(sum.reached)/float64(max(sum.lines, 1)), low, 100*minLineShare,
+				sum.total, sum.account.Handed, sum.account.Withheld)
+			if credential > 0 {
+				// Until the credential watch tells a field that was never rendered from one that
+				// was (issue 47: jQuery 1-3's detached feature-test input), such a page is withheld
+				// whole: nothing of it is handed out, which readManualPage checked.
+				t.Logf("%s: %d pages withheld whole for a credential field (issue 47)", m.Name, credential)
+			}
+		})
+	}
+}
+
+// manualSession is a guarded session whose policy reads every path of origin; https is fetched
+// trusting ca only. onePhase gives a pixel phase time to decide a whole page.
+func manualSession(t *testing.T, origin string, ca *x509.Certificate, onePhase bool) *Session {
+	t.Helper()
+	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/*\"]\n", origin)), "manuals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []Option{WithLogf(testLogf)}
+	if onePhase {
+		opts = append(opts, WithNavigationTimeout(2*time.Minute), func(c *config) { c.pixelTime = time.Minute })
+	}
+	if strings.HasPrefix(origin, "https:") {
+		pool := x509.NewCertPool()
+		pool.AddCert(ca)
+		opts = append(opts, WithProxyRoots(pool))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := testRT.Launch(ctx, pol, opts...)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// readManualPage opens url in s, reads it to its end and compares it with a plain Chromium's
+// view of the same page at plainURL (1280x720, as the bridge's). A page withheld for a credential
+// field must hand out nothing: Open's error and no text.
+func readManualPage(t *testing.T, s *Session, url, plainURL, name string) manualResult {
+	t.Helper()
+	pp := plainPage(t)
+	if err := pp.SetViewportSize(1280, 720); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pp.Goto(plainURL, playwright.PageGotoOptions{WaitUntil: playwright.WaitUntilStateLoad}); err != nil {
+		t.Fatalf("%s: plain goto: %v", name, err)
+	}
+	raw, err := pp.Evaluate(countJS)
+	if err != nil {
+		t.Fatalf("%s: count: %v", name, err)
+	}
+	_ = pp.Close()
+	obj, _ := raw.(map[string]any)
+	total, inner := 0, ""
+	if obj != nil {
+		if v, ok := obj["chars"].(int); ok {
+			total = v
+		} else if v, ok := obj["chars"].(float64); ok {
+			total = int(v)
+		}
+		inner, _ = obj["inner"].(string)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := s.Open(ctx, url)
+	if errors.Is(err, ErrCredentialRequired) {
+		if p.Text != "" || p.Account.Handed != 0 {
+			t.Errorf("%s: withheld for a credential field, yet %d bytes of text handed out", name, len(p.Text))
+		}
+		if c, err := s.Read(ctx, 0); !errors.Is(err, ErrCredentialRequired) || c.Text != "" {
+			t.Errorf("%s: withheld for a credential field, yet Read answers %v with %d bytes", name, err, len(c.Text))
+		}
+		testLogf("%s: withheld whole: a credential field", name)
+		return manualResult{credential: true}
+	}
+	if err != nil {
+		t.Fatalf("%s: Open: %v", name, err)
+	}
+	var b strings.Builder
+	b.WriteString(p.Text)
+	acc, more, off := p.Account, p.More, p.Next
+	for i := 0; more; i++ {
+		c, err := s.Read(ctx, off)
+		if err != nil {
+			t.Fatalf("%s: Read(%d): %v", name, off, err)
+		}
+		b.WriteString(c.Text)
+		acc, more, off = c.Account, c.More, c.Next
+		if i > 500 {
+			t.Fatalf("%s: no end after %d reads", name, i)
+		}
+	}
+	text := b.String()
+
+	// The law: every character of every text node is counted once, handed out or withheld.
+	if acc.Pending != 0 {
+		t.Errorf("%s: %d characters still pending at the end of the page", name, acc.Pending)
+	}
+	if acc.Total() != total {
+		t.Errorf("%s: the account covers %d characters (%d handed out, %d pending, withheld %v, frames lost %d); the page's text nodes hold %d",
+			name, acc.Total(), acc.Handed, acc.Pending, acc.Withheld, acc.FramesLost, total)
+	}
+	if got := nonSpace(text); got != acc.Handed {
+		t.Errorf("%s: the text handed out holds %d characters; the account says %d", name, got, acc.Handed)
+	}
+
+	// What a person reads reaches the model: innerText's lines, whitespace collapsed.
+	norm := func(x string) string { return strings.Join(strings.Fields(x), " ") }
+	got := norm(text)
+	r := manualResult{account: acc, total: total}
+	var missed []string
+	for _, l := range strings.Split(inner, "\n") {
+		if l = norm(l); l == "" {
+			continue
+		}
+		r.lines++
+		if strings.Contains(got, l) {
+			r.reached++
+		} else if len(missed) < 5 {
+			missed = append(missed, l)
+		}
+	}
+	if float64(r.reached) < minLineShare*float64(r.lines) {
+		t.Errorf("%s: %d of %d innerText lines reached the model (under %.1f%%); withheld %v; first missed: %q",
+			name, r.reached, r.lines, 100*minLineShare, acc.Withheld, missed)
+	}
+	if r.reached < r.lines && acc.WithheldTotal()-acc.Withheld[readerjs.WhyNotRendered] == 0 {
+		t.Errorf("%s: %d lines did not reach the model and nothing was counted withheld: first missed %q", name, r.lines-r.reached, missed)
+	}
+	testLogf("%s: %d/%d lines, %d chars, account %+v", name, r.reached, r.lines, total, acc)
+	return r
+}
