@@ -4,13 +4,23 @@
 //
 // What the guard decides:
 //
-//   - The network: the upstream's Chromium is started (through Playwright MCP's config file,
-//     PLAYWRIGHT_MCP_CONFIG) behind an egress proxy of its own (proxy.Start) for the policy, with
-//     the proxy's credential and its per-run key trusted by SPKI hash only. So no request the
-//     policy refuses leaves, whatever is clicked: only GET and HEAD of routes the policy lists,
-//     every redirect hop decided again. Command-line flags and PLAYWRIGHT_MCP_* variables that
-//     would take the browser out from behind the proxy (another config, proxy, CDP endpoint,
-//     extension, ignored certificate errors, init scripts) are refused or dropped.
+//   - The network: the guard launches the browser itself, as the agent's bridge does: the
+//     bridge's Chromium and flags, behind an egress proxy of its own (proxy.Start) for the policy,
+//     in a network namespace whose only interface is loopback (internal/wall), so no request the
+//     policy refuses leaves, whatever is clicked or whatever the browser is told: only GET and
+//     HEAD of routes the policy lists, every redirect hop decided again, no DNS, UDP or direct TCP.
+//     The upstream attaches to it over CDP (Playwright MCP's cdpEndpoint, in the config file the
+//     guard writes, PLAYWRIGHT_MCP_CONFIG) and makes its own context there with the proxy's
+//     credential. Chromium's DevTools port is on the namespace's own loopback, which nothing
+//     outside reaches; the wall's launcher relays one unix socket in the guard's 0700 directory to
+//     it, and the guard checks over its own CDP session that the browser behind it is the process
+//     it launched (a descendant, on its fresh profile, behind the wall). The policy's wall key
+//     (else Config.Wall, else auto) decides as for the agent: required where no namespace can be
+//     made refuses to start; off, or auto without namespaces, lets the upstream launch its
+//     Chromium behind the proxy alone (Wall says which). Command-line flags and PLAYWRIGHT_MCP_*
+//     variables that would attach the upstream to another browser or take it out from behind the
+//     proxy (another config, proxy, CDP endpoint, remote endpoint, extension, ignored certificate
+//     errors, init scripts) are refused or dropped.
 //   - Tools: only DefaultTools (navigate, back, snapshot, click, type, press key, select, hover,
 //     wait, tabs, screenshot, close) are listed; script, code, file, network, storage and dialog
 //     tools are not. A navigation's URL is decided by the policy before it is sent. An argument
@@ -30,10 +40,12 @@
 //     and the egress proxy's decisions beneath it (tool "request").
 //
 // What it does not decide: what the upstream's own process does besides its browser (Playwright
-// MCP writes its output folder), and a page that lies to the guard's field reader from its own
+// MCP writes its output folder; it runs outside the namespace), a process of the same user that
+// connects to the DevTools socket, and a page that lies to the guard's field reader from its own
 // script (the reader runs in the page's world, as Playwright MCP's evaluate does).
 //
-// It sits beside internal/mcpserver, on proxy, bridge (credential detection), policy and audit;
+// It sits beside internal/mcpserver, on proxy, internal/wall, bridge (credential detection, launch
+// flags), policy and audit;
 // internal/cli's guard starts it.
 //
 // Key types: Guard (Start; Run on stdio, Server for Streamable HTTP), Config.
