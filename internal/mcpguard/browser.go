@@ -235,4 +235,3 @@ func (b *browser) pageURLs(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
-
