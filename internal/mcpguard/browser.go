@@ -235,3 +235,119 @@ func (b *browser) pageURLs(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// frameJS describes the filled editable elements of one frame's document and the open shadow
+// roots under it (its frames are read in worlds of their own).
+const frameJS = `(() => { ` + describeJS + `
+  const out = [];
+  const stack = [document];
+  while (stack.length && out.length < 500) {
+    const root = stack.pop();
+    for (const el of root.querySelectorAll('input, textarea, select, [contenteditable], [role=textbox], [role=searchbox], [role=spinbutton], [role=combobox]')) {
+      const d = D(el); if (d.filled) out.push(d);
+    }
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) stack.push(el.shadowRoot);
+  }
+  return out;
+})()`
+
+// worldName is the guard's isolated world in each frame: the page's script does not run there,
+// so what it changed of its own world's DOM objects and functions (a value getter, a
+// querySelectorAll that hides a field) does not change what the guard reads.
+const worldName = "browser-agent-guard"
+
+// filledFields are the filled editable fields of every frame of every page in the guard's
+// browser, each frame read in the guard's isolated world (frameJS), never in the page's world.
+// A frame that cannot be read is an error: the caller withholds.
+func (b *browser) filledFields(ctx context.Context) ([]field, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var r struct {
+		TargetInfos []struct {
+			ID   string `json:"targetId"`
+			Type string `json:"type"`
+		} `json:"targetInfos"`
+	}
+	if err := b.cdp.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
+		return nil, err
+	}
+	var out []field
+	for _, ti := range r.TargetInfos {
+		if ti.Type != "page" && ti.Type != "iframe" {
+			continue
+		}
+		fs, err := b.targetFields(ctx, ti.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fs...)
+	}
+	return out, nil
+}
+
+// frameTree is Page.getFrameTree's answer, as far as the guard reads it.
+type frameTree struct {
+	Frame struct {
+		ID string `json:"id"`
+	} `json:"frame"`
+	Children []frameTree `json:"childFrames"`
+}
+
+func (t frameTree) ids() []string {
+	out := []string{t.Frame.ID}
+	for _, c := range t.Children {
+		out = append(out, c.ids()...)
+	}
+	return out
+}
+
+// targetFields reads the frames of one target (a page, or a frame of another site in its own
+// process) in the guard's isolated world.
+func (b *browser) targetFields(ctx context.Context, target string) ([]field, error) {
+	var att struct {
+		Session string `json:"sessionId"`
+	}
+	if err := b.cdp.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}, &att); err != nil {
+		if strings.Contains(err.Error(), "No target with given id") {
+			return nil, nil // closed since it was listed
+		}
+		return nil, err
+	}
+	defer b.cdp.call(context.WithoutCancel(ctx), "", "Target.detachFromTarget", map[string]any{"sessionId": att.Session}, nil)
+	var tree struct {
+		Tree frameTree `json:"frameTree"`
+	}
+	if err := b.cdp.call(ctx, att.Session, "Page.getFrameTree", nil, &tree); err != nil {
+		return nil, err
+	}
+	var out []field
+	for i, id := range tree.Tree.ids() {
+		var w struct {
+			Context int `json:"executionContextId"`
+		}
+		if err := b.cdp.call(ctx, att.Session, "Page.createIsolatedWorld", map[string]any{"frameId": id, "worldName": worldName}, &w); err != nil {
+			if i > 0 {
+				continue // a frame of another process: read through its own target
+			}
+			return nil, err
+		}
+		var ev struct {
+			Result struct {
+				Value []field `json:"value"`
+			} `json:"result"`
+			Exception *struct {
+				Text string `json:"text"`
+			} `json:"exceptionDetails"`
+		}
+		if err := b.cdp.call(ctx, att.Session, "Runtime.evaluate", map[string]any{
+			"expression": frameJS, "contextId": w.Context, "returnByValue": true,
+		}, &ev); err != nil {
+			return nil, err
+		}
+		if ev.Exception != nil {
+			return nil, fmt.Errorf("the guard's field reader failed: %s", ev.Exception.Text)
+		}
+		out = append(out, ev.Result.Value...)
+	}
+	return out, nil
+}

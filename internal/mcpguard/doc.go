@@ -34,15 +34,20 @@
 //   - Dialogs: an alert is accepted; any other dialog (confirm, prompt, beforeunload) is
 //     dismissed by the guard, and a file chooser cancelled.
 //   - Results: after every call the guard reads the page's editable fields (never their values);
-//     when one holding a value is a credential field, the whole result is withheld. Everything
+//     when one holding a value is a credential field, the whole result is withheld. In its own
+//     browser it reads every frame of every page over its own CDP session, in an isolated world
+//     of its own (browser.filledFields), so a page that changes its own world's objects (a value
+//     getter, querySelectorAll) cannot hide a filled field from it; with the wall off it reads
+//     through the upstream's evaluate, in the page's world. Everything
 //     the upstream returns is passed as untrusted page data, under "untrusted_page_data".
 //   - Audit: one run of kind "guard" in the audit store; one step per call with its decision,
 //     and the egress proxy's decisions beneath it (tool "request").
 //
 // What it does not decide: what the upstream's own process does besides its browser (Playwright
 // MCP writes its output folder; it runs outside the namespace), a process of the same user that
-// connects to the DevTools socket, and a page that lies to the guard's field reader from its own
-// script (the reader runs in the page's world, as Playwright MCP's evaluate does).
+// connects to the DevTools socket, and, before typing, whether the field a ref names is a
+// credential field is read through the upstream's evaluate in the page's world (a page that lies
+// there is still caught once the field holds a value: the result is withheld).
 //
 // It sits beside internal/mcpserver, on proxy, internal/wall, bridge (credential detection, launch
 // flags), policy and audit;
