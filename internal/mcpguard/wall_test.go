@@ -209,6 +209,22 @@ func TestGuardWall(t *testing.T) {
 				if err != nil || !slices.Contains(urls, url) {
 					t.Errorf("the guard's browser does not show the page Playwright MCP opened: %v %v", urls, err)
 				}
+				// Closing the upstream's browser detaches it; the next call attaches again, to the
+				// same browser.
+				pid := g.BrowserPID()
+				if text, isErr := callText(t, cs, "browser_close", map[string]any{}); isErr {
+					t.Errorf("browser_close: %s", text)
+				}
+				if text, isErr := callText(t, cs, "browser_navigate", map[string]any{"url": url + "-again"}); isErr {
+					t.Fatalf("navigate after browser_close: %s", text)
+				}
+				urls, err = g.browser.pageURLs(context.Background())
+				if err != nil || !slices.Contains(urls, url+"-again") || g.BrowserPID() != pid {
+					t.Errorf("after browser_close the upstream is not on the guard's browser (pid %d, was %d): %v %v", g.BrowserPID(), pid, urls, err)
+				}
+				if err := wall.Verify(pid); err != nil {
+					t.Errorf("the guard's browser after browser_close: %v", err)
+				}
 			})
 		}
 	}

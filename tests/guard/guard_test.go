@@ -288,6 +288,12 @@ func testGuard(t *testing.T, scheme string) {
 	s := startSite(t, scheme)
 	g := guarded(t, s)
 
+	t.Run("the guard launched its browser behind the wall", func(t *testing.T) {
+		// This machine can make namespaces (the wall's own tests need them): wall auto is on.
+		if !strings.Contains(g.stderr.String(), "guard: wall on: network namespace") {
+			t.Errorf("the guard does not say its browser is walled:\n%s", g.stderr)
+		}
+	})
 	t.Run("script tools are not listed", func(t *testing.T) {
 		g := g.with(t)
 		tools := g.tools()
