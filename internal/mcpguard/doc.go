@@ -4,13 +4,23 @@
 //
 // What the guard decides:
 //
-//   - The network: the upstream's Chromium is started (through Playwright MCP's config file,
-//     PLAYWRIGHT_MCP_CONFIG) behind an egress proxy of its own (proxy.Start) for the policy, with
-//     the proxy's credential and its per-run key trusted by SPKI hash only. So no request the
-//     policy refuses leaves, whatever is clicked: only GET and HEAD of routes the policy lists,
-//     every redirect hop decided again. Command-line flags and PLAYWRIGHT_MCP_* variables that
-//     would take the browser out from behind the proxy (another config, proxy, CDP endpoint,
-//     extension, ignored certificate errors, init scripts) are refused or dropped.
+//   - The network: the guard launches the browser itself, as the agent's bridge does: the
+//     bridge's Chromium and flags, behind an egress proxy of its own (proxy.Start) for the policy,
+//     in a network namespace whose only interface is loopback (internal/wall), so no request the
+//     policy refuses leaves, whatever is clicked or whatever the browser is told: only GET and
+//     HEAD of routes the policy lists, every redirect hop decided again, no DNS, UDP or direct TCP.
+//     The upstream attaches to it over CDP (Playwright MCP's cdpEndpoint, in the config file the
+//     guard writes, PLAYWRIGHT_MCP_CONFIG) and makes its own context there with the proxy's
+//     credential. Chromium's DevTools port is on the namespace's own loopback, which nothing
+//     outside reaches; the wall's launcher relays one unix socket in the guard's 0700 directory to
+//     it, and the guard checks over its own CDP session that the browser behind it is the process
+//     it launched (a descendant, on its fresh profile, behind the wall). The policy's wall key
+//     (else Config.Wall, else auto) decides as for the agent: required where no namespace can be
+//     made refuses to start; off, or auto without namespaces, lets the upstream launch its
+//     Chromium behind the proxy alone (Wall says which). Command-line flags and PLAYWRIGHT_MCP_*
+//     variables that would attach the upstream to another browser or take it out from behind the
+//     proxy (another config, proxy, CDP endpoint, remote endpoint, extension, ignored certificate
+//     errors, init scripts) are refused or dropped.
 //   - Tools: only DefaultTools (navigate, back, snapshot, click, type, press key, select, hover,
 //     wait, tabs, screenshot, close) are listed; script, code, file, network, storage and dialog
 //     tools are not. A navigation's URL is decided by the policy before it is sent. An argument
@@ -24,16 +34,23 @@
 //   - Dialogs: an alert is accepted; any other dialog (confirm, prompt, beforeunload) is
 //     dismissed by the guard, and a file chooser cancelled.
 //   - Results: after every call the guard reads the page's editable fields (never their values);
-//     when one holding a value is a credential field, the whole result is withheld. Everything
+//     when one holding a value is a credential field, the whole result is withheld. In its own
+//     browser it reads every frame of every page over its own CDP session, in an isolated world
+//     of its own (browser.filledFields), so a page that changes its own world's objects (a value
+//     getter, querySelectorAll) cannot hide a filled field from it; with the wall off it reads
+//     through the upstream's evaluate, in the page's world. Everything
 //     the upstream returns is passed as untrusted page data, under "untrusted_page_data".
 //   - Audit: one run of kind "guard" in the audit store; one step per call with its decision,
 //     and the egress proxy's decisions beneath it (tool "request").
 //
 // What it does not decide: what the upstream's own process does besides its browser (Playwright
-// MCP writes its output folder), and a page that lies to the guard's field reader from its own
-// script (the reader runs in the page's world, as Playwright MCP's evaluate does).
+// MCP writes its output folder; it runs outside the namespace), a process of the same user that
+// connects to the DevTools socket, and, before typing, whether the field a ref names is a
+// credential field is read through the upstream's evaluate in the page's world (a page that lies
+// there is still caught once the field holds a value: the result is withheld).
 //
-// It sits beside internal/mcpserver, on proxy, bridge (credential detection), policy and audit;
+// It sits beside internal/mcpserver, on proxy, internal/wall, bridge (credential detection, launch
+// flags), policy and audit;
 // internal/cli's guard starts it.
 //
 // Key types: Guard (Start; Run on stdio, Server for Streamable HTTP), Config.

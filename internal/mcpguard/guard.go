@@ -44,9 +44,15 @@ type Config struct {
 	Tools        []string
 	ProxyOptions []proxy.Option // e.g. proxy.WithUpstreamRoots
 	ChromiumArgs []string       // more flags for the upstream's Chromium
-	Version      string
-	Stderr       io.Writer                        // the upstream's stderr (nil: discarded)
-	Logf         func(format string, args ...any) // metadata-only log lines; nil: none
+	// Chromium is the browser the guard launches behind the wall ("": the bridge's, ChromiumPath).
+	Chromium string
+	// Wall is the wall mode for a policy without a wall key ("": auto).
+	Wall    policy.WallMode
+	Version string
+	Stderr  io.Writer                        // the upstream's stderr (nil: discarded)
+	Logf    func(format string, args ...any) // metadata-only log lines; nil: none
+
+	proxyBypass string // the wall's tests only (export_test.go): see writeConfig
 }
 
 // Guard is an MCP server that passes an allow-list of an upstream MCP server's tools, vetted.
@@ -57,6 +63,8 @@ type Guard struct {
 	up      *mcp.ClientSession
 	srv     *mcp.Server
 	offered []string
+	browser *browser // the guard's own Chromium behind the wall; nil when the upstream launches its own
+	wall    string   // "on: ..." or "off: why", for the log
 
 	mu     sync.Mutex        // one call at a time: the guard's own snapshot and the call it vets are one step
 	shown  map[string]string // the refs of the last snapshot passed to the client: role and name
@@ -102,6 +110,9 @@ func Start(ctx context.Context, cfg Config) (*Guard, error) {
 	g.px = px
 	g.dir, err = os.MkdirTemp("", "browser-agent-guard-")
 	if err == nil {
+		err = g.startBrowser(ctx)
+	}
+	if err == nil {
 		err = g.startUpstream(ctx)
 	}
 	if err != nil {
@@ -111,8 +122,40 @@ func Start(ctx context.Context, cfg Config) (*Guard, error) {
 	return g, nil
 }
 
+// startBrowser launches the guard's own Chromium behind the wall, unless the wall is off.
+func (g *Guard) startBrowser(ctx context.Context) error {
+	kind, status, err := g.planWall()
+	if err != nil {
+		return err
+	}
+	g.wall = status
+	if kind != "" {
+		if g.browser, err = g.launchBrowser(ctx, kind); err != nil {
+			return err
+		}
+	}
+	g.cfg.Logf("guard: wall %s", g.wall)
+	return nil
+}
+
+// Wall is the guard's line about the operating system's wall: "on: ..." when the guard launched
+// the browser in a namespace of its own, "off: ..." (why) when the upstream launched it.
+func (g *Guard) Wall() string { return g.wall }
+
+// BrowserPID is the process of the browser the guard launched, 0 when the upstream launched it.
+func (g *Guard) BrowserPID() int {
+	if g.browser == nil {
+		return 0
+	}
+	return g.browser.pid
+}
+
 func (g *Guard) startUpstream(ctx context.Context) error {
-	file, err := writeConfig(g.dir, g.px, g.cfg.ChromiumArgs)
+	endpoint := ""
+	if g.browser != nil {
+		endpoint = g.browser.endpoint
+	}
+	file, err := writeConfig(g.dir, g.px, g.cfg.ChromiumArgs, endpoint, g.cfg.proxyBypass)
 	if err != nil {
 		return err
 	}
@@ -181,6 +224,7 @@ func (g *Guard) Close() error {
 		if g.up != nil {
 			err = g.up.Close()
 		}
+		err = errors.Join(err, g.browser.close())
 		if g.px != nil {
 			err = errors.Join(err, g.px.Close())
 		}

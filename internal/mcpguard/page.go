@@ -218,6 +218,19 @@ const maxFrameFields = 40
 // filledCredential says why the page shows a filled credential field, or "". An error means the
 // page could not be read: the caller withholds.
 func (g *Guard) filledCredential(ctx context.Context) (string, error) {
+	if g.browser != nil {
+		// The guard's own browser: every frame read in the guard's isolated world.
+		fields, err := g.browser.filledFields(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, f := range fields {
+			if why := bridge.CredentialField(f.Control); why != "" {
+				return "the page shows a filled credential field (" + why + ")", nil
+			}
+		}
+		return "", nil
+	}
 	text, err := g.upcall(ctx, "browser_evaluate", map[string]any{"function": pageJS})
 	if err != nil {
 		return "", err

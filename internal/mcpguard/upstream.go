@@ -62,24 +62,40 @@ func upstreamEnv(env []string, file string) []string {
 // proxy's per-run key and nothing else it cannot verify, no snapshot files, no page-registered
 // tools, no service workers or downloads. The file holds the proxy's credential: mode 0600, in
 // the guard's own directory, removed on Close.
-func writeConfig(dir string, px *proxy.Proxy, extra []string) (string, error) {
+//
+// With endpoint (the guard's own browser behind the wall, guard.startBrowser) the upstream
+// attaches to that browser over CDP and makes its own context in it, with the proxy's credential;
+// without, it launches its own Chromium behind px.
+//
+// bypass is a test's: names and addresses the browser reaches around the proxy (a browser that
+// ignores its proxy, for the wall's tests); "" in every real run.
+func writeConfig(dir string, px *proxy.Proxy, extra []string, endpoint, bypass string) (string, error) {
 	user, pass := px.Credentials()
 	pr := map[string]string{"server": px.Server(), "username": user, "password": pass}
+	if bypass != "" {
+		pr["bypass"] = bypass
+	}
 	args := append(append(append([]string{}, px.ChromiumArgs()...), ChromiumFlags...), extra...)
-	cfg := map[string]any{
-		"browser": map[string]any{
-			"browserName": "chromium",
-			"launchOptions": map[string]any{
-				"args":  args,
-				"proxy": pr,
-			},
-			"contextOptions": map[string]any{
-				"proxy":             pr,
-				"serviceWorkers":    "block",
-				"acceptDownloads":   false,
-				"ignoreHTTPSErrors": false,
-			},
+	br := map[string]any{
+		"browserName": "chromium",
+		"launchOptions": map[string]any{
+			"args":  args,
+			"proxy": pr,
 		},
+		"contextOptions": map[string]any{
+			"proxy":             pr,
+			"serviceWorkers":    "block",
+			"acceptDownloads":   false,
+			"ignoreHTTPSErrors": false,
+		},
+	}
+	if endpoint != "" {
+		delete(br, "launchOptions")
+		br["cdpEndpoint"] = endpoint
+		br["isolated"] = true // a context of its own, made with the proxy's credential
+	}
+	cfg := map[string]any{
+		"browser":     br,
 		"snapshot":    map[string]any{"mode": "none"},
 		"webmcp":      false,
 		"saveSession": false,

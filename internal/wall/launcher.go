@@ -79,7 +79,11 @@ func outer(spec string, args []string) int {
 	if err != nil {
 		return report(err)
 	}
-	cmd := exec.Command(exe, append([]string{argInner, upstream, chromium}, args...)...)
+	inner := []string{argInner, upstream, chromium}
+	if socket, rest := devToolsArg(args); socket != "" {
+		inner, args = append(inner, argDevTools+socket), rest
+	}
+	cmd := exec.Command(exe, append(inner, args...)...)
 	cmd.Args[0] = os.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{inherited(pipeIn), inherited(pipeOut), theirs}
@@ -252,6 +256,9 @@ func inner(args []string) error {
 	}
 	unix.Close(fd)
 	unix.Close(handoff)
+	if len(args) > 2 && strings.HasPrefix(args[2], argDevTools) {
+		return innerDevTools(strings.TrimPrefix(args[2], argDevTools), chromium, args[3:])
+	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
 		return fmt.Errorf("drop capabilities: %w", err)
 	}

@@ -64,6 +64,7 @@ const pages = `
 /swap: <h1>Details</h1><button id=b onclick="fetch('/hit/details')">Show details</button><script>fetch('/hit/wait').then(() => { const b = document.getElementById('b'); b.textContent = 'Delete everything'; b.onclick = () => fetch('/hit/other'); fetch('/swapped'); })</script>
 /dialog: <h1>Dialogs</h1><button onclick="if (confirm('Really?')) fetch('/hit/confirmed')">Ask</button><p>after</p>
 /search: <h1>Search</h1><label>Search <input name=q></label>
+/hidden-filled: <h1>Account</h1><label>Password <input type=password id=pw autocomplete=current-password></label><script>document.getElementById('pw').value = '` + secret + `'; const d = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value'); Object.defineProperty(HTMLInputElement.prototype, 'value', {get() { return this.type === 'password' ? '' : d.get.call(this); }, set(v) { d.set.call(this, v); }, configurable: true});</script>
 /inner: <label>Password <input type=password id=pw></label><script>document.getElementById('pw').value = '` + secret + `'</script>
 `
 
@@ -132,7 +133,7 @@ func startSite(t *testing.T, scheme string) *site {
 // policy allows the hostile site's read routes and nothing off it.
 func (s *site) policy(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "policy.yaml")
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", /favicon.ico]\n"+
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", /favicon.ico]\n"+
 		"  - origin: %s\n    read: [/inner, /favicon.ico]\nlimits:\n  max_redirect_hops: 5\n", s.URL, s.Frame)
 	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
@@ -287,6 +288,12 @@ func testGuard(t *testing.T, scheme string) {
 	s := startSite(t, scheme)
 	g := guarded(t, s)
 
+	t.Run("the guard launched its browser behind the wall", func(t *testing.T) {
+		// This machine can make namespaces (the wall's own tests need them): wall auto is on.
+		if !strings.Contains(g.stderr.String(), "guard: wall on: network namespace") {
+			t.Errorf("the guard does not say its browser is walled:\n%s", g.stderr)
+		}
+	})
 	t.Run("script tools are not listed", func(t *testing.T) {
 		g := g.with(t)
 		tools := g.tools()
@@ -329,6 +336,22 @@ func testGuard(t *testing.T, scheme string) {
 		}
 		if g.saw(secret) {
 			t.Errorf("the guarded client was shown the password")
+		}
+	})
+	t.Run("a filled password hidden from the page's own world is withheld", func(t *testing.T) {
+		// The page filled its password field, then changed its own world's value getter so that
+		// a reader running there sees it empty: the guard reads in a world of its own.
+		g := g.with(t)
+		text, isErr := g.call("browser_navigate", map[string]any{"url": s.URL + "/hidden-filled"})
+		if !isErr || !strings.Contains(text, "guard.withheld") {
+			t.Errorf("navigating to a page that hides its filled password from its own world: got %q, want guard.withheld", text)
+		}
+		text, isErr = g.call("browser_snapshot", nil)
+		if !isErr || !strings.Contains(text, "guard.withheld") {
+			t.Errorf("snapshot of that page: got %q, want guard.withheld", text)
+		}
+		if g.saw(secret) {
+			t.Errorf("the guarded client was shown the hidden password")
 		}
 	})
 	t.Run("a form's post writes nothing", func(t *testing.T) {
@@ -461,6 +484,13 @@ func testGuard(t *testing.T, scheme string) {
 		u.mustCall("browser_navigate", map[string]any{"url": s.URL + "/framed"})
 		if text := u.mustCall("browser_snapshot", nil); !strings.Contains(text, secret) {
 			t.Errorf("unguarded: the framed password was not shown: the frame check proves nothing\n%s", text)
+		}
+		u.mustCall("browser_navigate", map[string]any{"url": s.URL + "/hidden-filled"})
+		if text := u.mustCall("browser_snapshot", nil); !strings.Contains(text, secret) {
+			t.Errorf("unguarded: the password hidden from the page's world was not shown: the isolated-world check proves nothing\n%s", text)
+		}
+		if text, _ := u.call("browser_evaluate", map[string]any{"function": "() => document.getElementById('pw').value"}); strings.Contains(text, secret) {
+			t.Errorf("unguarded: the page's own world reads its password: the page does not hide it, the check proves nothing\n%s", text)
 		}
 		u.mustCall("browser_navigate", map[string]any{"url": s.URL + "/form"})
 		u.mustCall("browser_click", map[string]any{"target": u.ref("button", "Save"), "element": "Save"})
