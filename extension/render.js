@@ -63,13 +63,15 @@ export function whole(text) {
 }
 
 // urlCode shows a URL as code that wraps only between its parts (after "/", "?", "&", "=", "#"),
-// never inside one: a record ID such as SYN-0042 stays whole. The text is the URL unchanged.
+// never inside one: a record ID such as SYN-0042 stays whole. A part longer than 24 characters (a
+// redacted host's tag, a long slug) may break anywhere, or it would widen a phone's page. The text
+// is the URL unchanged.
 export function urlCode(url, cls) {
   const c = el("code", { class: (cls ? cls + " " : "") + "url", title: url });
   const parts = String(url).split(/(?<=[/?&=#])/);
   parts.forEach((p, i) => {
     if (i > 0) c.append(el("wbr"));
-    c.append(p.length <= 48 ? el("span", { class: "url-part", text: p }) : p);
+    c.append(p.length <= 24 ? el("span", { class: "url-part", text: p }) : p);
   });
   return c;
 }

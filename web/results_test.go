@@ -91,7 +91,7 @@ func TestPageUncertain(t *testing.T) {
 			must(t, "final step by outcome", expect.Locator(last).ToHaveAttribute("data-outcome", "uncertain"))
 			must(t, "final step text", expect.Locator(last.Locator(".verdict")).ToHaveText("uncertain"))
 			must(t, "no denial", expect.Locator(page.Locator("#steps li.deny")).ToHaveCount(0))
-			must(t, "step count", expect.Locator(page.Locator("#step-count")).ToHaveText("(8 steps)"))
+			must(t, "step count", expect.Locator(page.Locator("#step-count")).ToHaveText("(4 steps)"))
 			for i := 0; i < 2; i++ {
 				box, err := status.Nth(i).BoundingBox()
 				must(t, "value box", err)

@@ -203,8 +203,14 @@ func plan(ctx context.Context, msgs []coordinator.Message) (coordinator.Turn, er
 	}
 
 	// A person took over at a sign-in page and handed the browser back: open that page again.
+	// The call may have named a link by its number: its result names the URL it opened, which
+	// that listing presented to the run.
 	if actedOn(last) {
-		if u, _ := last.args["url"].(string); u != "" {
+		u, _ := last.args["url"].(string)
+		if u == "" {
+			u, _ = last.result["url"].(string)
+		}
+		if u != "" {
 			return call(coordinator.ToolOpenURL, map[string]any{"url": u})
 		}
 	}

@@ -220,7 +220,10 @@ func denials(t *testing.T, cs *mcp.ClientSession, origin string) {
 	if !res.IsError || str(m, "status") != string(coordinator.StatusHuman) || !strings.Contains(text(res), "human action required") {
 		t.Errorf("open_url /login:\n\tgot  %s\n\twant human action required", text(res))
 	}
-	if _, ok := m["untrusted_page_data"]; ok || strings.Contains(strings.ToLower(text(res)), "password") {
+	// The refusal names the field in the bridge's own words (its kind and input type); nothing of
+	// the page's own text: its heading, its prose, the demo credential.
+	if _, ok := m["untrusted_page_data"]; ok || strings.Contains(text(res), "registry staff") || strings.Contains(text(res), "synthetic-demo") ||
+		strings.Contains(text(res), "Sign in ·") {
 		t.Errorf("open_url /login returned page data: %s", text(res))
 	}
 	res, m = call(t, cs, "read_page", `{}`)
