@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/internal/wall"
 )
 
 //go:embed js/cli.js
@@ -254,7 +256,12 @@ const launchStderrLines = 3
 func launchExit(msg string) string {
 	msg = ansiEscape.ReplaceAllString(msg, "")
 	var parts []string
-	if m := processExit.FindStringSubmatch(msg); m != nil {
+	// Behind the wall, Playwright started the wall's launcher, which says how Chromium ended on its
+	// stderr: the launcher itself may be killed by Playwright when Chromium's pipe closes, and then
+	// the process exit below is the launcher's SIGKILL, not Chromium's status.
+	if m := wallExit.FindStringSubmatch(msg); m != nil {
+		parts = append(parts, m[1])
+	} else if m := processExit.FindStringSubmatch(msg); m != nil {
 		switch {
 		case m[2] != "" && m[2] != "null":
 			parts = append(parts, "signal "+m[2])
@@ -268,7 +275,7 @@ func launchExit(msg string) string {
 	seen := map[string]bool{}
 	for _, m := range stderrLine.FindAllStringSubmatch(msg, -1) {
 		l := strings.TrimSpace(m[1])
-		if l == "" || seen[l] {
+		if l == "" || seen[l] || strings.HasPrefix(l, wall.ExitLinePrefix) {
 			continue
 		}
 		seen[l] = true
@@ -294,6 +301,7 @@ var (
 	ansiEscape  = regexp.MustCompile("\x1b\\[[0-9;]*m")
 	processExit = regexp.MustCompile(`<process did exit: exitCode=(-?\d+|null), signal=(\w+)>`)
 	stderrLine  = regexp.MustCompile(`\[pid=\d+\]\[err\] ([^\n]*)`)
+	wallExit    = regexp.MustCompile(`\[pid=\d+\]\[err\] ` + regexp.QuoteMeta(wall.ExitLinePrefix) + `((?:exit code -?\d+|signal \w+))`)
 )
 
 // launchError is a SetupError whose cause (the launch's full message) is kept for errors.Is and

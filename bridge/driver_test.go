@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/browser-agent/browser-agent/internal/wall"
 )
 
 // TestDriverLauncher checks that the driver starts through the launcher (js/cli.js), so that
@@ -105,7 +107,12 @@ func TestLaunchExit(t *testing.T) {
 		"\x1b[2m  - [pid=18330][err] second line\x1b[22m\n" +
 		"\x1b[2m  - [pid=18330] <process did exit: exitCode=3, signal=null>\x1b[22m\n"
 	const killed = "Browser logs:\n<launched> pid=18340\nCall log:\n\x1b[2m  - [pid=18340] <process did exit: exitCode=null, signal=SIGSEGV>\x1b[22m\n"
+	// Behind the wall: Playwright killed the wall's launcher when Chromium's pipe closed, before
+	// the launcher could exit with Chromium's status, which it wrote on stderr first.
+	const walled = "Browser logs:\n<launched> pid=18350\n[pid=18350][err] no display here\n[pid=18350][err] " + wall.ExitLinePrefix + "exit code 7\n" +
+		"Call log:\n\x1b[2m  - [pid=18350] <will force kill>\x1b[22m\n\x1b[2m  - [pid=18350] <process did exit: exitCode=null, signal=SIGKILL>\x1b[22m\n"
 	for _, tc := range []struct{ msg, want string }{
+		{walled, "exit code 7; stderr: no display here"},
 		{exited, "exit code 3; stderr: first line | second line | [1205/130501.1:FATAL:zygote_host_impl_linux.cc(127)] No usable sandbox!"},
 		{killed, "signal SIGSEGV; no stderr"},
 		{"Timeout 30000ms exceeded.", ""},

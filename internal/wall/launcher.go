@@ -91,13 +91,12 @@ func outer(spec string, args []string) int {
 	if err := cmd.Start(); err != nil {
 		return report(fmt.Errorf("start in a network namespace (%s): %w", kind, err))
 	}
-	// Only Chromium holds the pipe and the handoff's other end from here: when it exits, the
-	// driver sees the pipe close and the handoff ends.
-	for _, f := range cmd.ExtraFiles {
-		if f != nil {
-			f.Close()
-		}
-	}
+	// Only Chromium holds the handoff's other end from here: when it exits, the handoff ends. This
+	// process keeps its copy of Playwright's pipe until Chromium has exited and its status is on
+	// stderr: Playwright kills the launcher's process group when it sees the pipe close, and would
+	// otherwise do so before this process could say how Chromium ended.
+	theirs.Close()
+	pipes := cmd.ExtraFiles[:2]
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	go func() {
@@ -115,6 +114,16 @@ func outer(spec string, args []string) int {
 	}
 	mine.Close()
 	err = cmd.Wait()
+	// Say how Chromium ended on stderr, where the driver's launch error keeps it (bridge.launchExit
+	// reads it), before the pipe closes: Playwright may kill this process once it has.
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		fmt.Fprintf(os.Stderr, "%s%s\n", ExitLinePrefix, exitStatus(ee))
+	}
+	for _, f := range pipes {
+		if f != nil {
+			f.Close()
+		}
+	}
 	// A connection the browser made just before it exited may still wait in the listener's queue,
 	// not yet accepted (and so not yet counted in sent): stop forward, then accept what is queued.
 	if lerr == nil {
@@ -142,6 +151,18 @@ func outer(spec string, args []string) int {
 		return report(err)
 	}
 	return 0
+}
+
+// ExitLinePrefix starts the line the launcher writes on stderr when Chromium ends with an error:
+// "browser-agent wall: chromium ended: exit code 7" or "...: signal SIGSEGV".
+const ExitLinePrefix = "browser-agent wall: chromium ended: "
+
+// exitStatus is how a process ended, as the bridge words it: "exit code N" or "signal NAME".
+func exitStatus(ee *exec.ExitError) string {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "signal " + unix.SignalName(ws.Signal())
+	}
+	return fmt.Sprintf("exit code %d", ee.ExitCode())
 }
 
 // inherited is the file descriptor fd this process was started with, or nil when it has none.
