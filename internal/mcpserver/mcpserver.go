@@ -400,7 +400,7 @@ func (s *Server) browseHandler(name string) mcp.ToolHandler {
 }
 
 // take holds the session for one call of tool name: its idle timer stopped until release, its
-// browser recycled when past the memory bound (before a browser tool), its browser and coordinator session started. It
+// browser recycled when past the memory bound (before a tool that opens a page), its browser and coordinator session started. It
 // returns the call's error result when they could not start. The caller defers release whatever
 // take returns, and gives its result to noted.
 func (st *session) take(name string) *mcp.CallToolResult {
@@ -408,8 +408,10 @@ func (st *session) take(name string) *mcp.CallToolResult {
 	if st.idle != nil {
 		st.idle.Stop()
 	}
-	if name != coordinator.ToolCheckAnswer {
-		// Not before an answer check: it would find the evidence gone with the browser.
+	if name == coordinator.ToolOpenURL || name == coordinator.ToolSearchSite {
+		// Only before a call that opens a page: a read of the current page (read_page,
+		// list_links, extract_fields) would find it gone with the browser, and an answer check
+		// its evidence.
 		st.recycle()
 	}
 	if err := st.ensure(); err != nil {

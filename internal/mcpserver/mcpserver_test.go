@@ -104,17 +104,23 @@ func TestMemoryBoundRecycles(t *testing.T) {
 		t.Fatalf("call at the bound: %v", m)
 	}
 	f.mem.Store(limit + 1)
-	// An answer check keeps the session (and its evidence): the next browser tool recycles it.
+	// An answer check keeps the session (and its evidence), and so does a read of the current
+	// page (it would find its page gone): the next call that opens a page recycles it.
 	if _, m := f.call(t, "check_answer", `{"record_id":"SYN-0042","fields":{"Status":"x"},"sources":["`+origin+`/search?q=SYN-0042"]}`); m[mcpserver.NoteKey] != nil || f.launches.Load() != 1 {
 		t.Fatalf("check_answer past the bound recycled the session: %v", m)
 	}
-	text, m := f.call(t, "list_links", `{}`)
+	for _, read := range []string{"list_links", "read_page", "extract_fields"} {
+		if _, m := f.call(t, read, `{}`); m["status"] != "ok" || m[mcpserver.NoteKey] != nil || f.launches.Load() != 1 {
+			t.Fatalf("%s past the bound recycled the session: %v", read, m)
+		}
+	}
+	text, m := f.call(t, "search_site", `{"query":"SYN-0042"}`)
 	note, _ := m[mcpserver.NoteKey].(string)
 	if !strings.HasPrefix(note, mcpserver.NoteNewSession) || !strings.Contains(note, "past the bound of 700 MiB") {
-		t.Errorf("call past the memory bound:\n\tgot  %s\n\twant the note that a new browser session started, past the bound", text)
+		t.Errorf("search_site past the memory bound:\n\tgot  %s\n\twant the note that a new browser session started, past the bound", text)
 	}
-	if m["reason"] != coordinator.ReasonNoPage {
-		t.Errorf("the new session has the old one's page: %s", text)
+	if m["status"] != "ok" {
+		t.Errorf("search_site in the new session: %s", text)
 	}
 	if n, c := f.launches.Load(), f.closed.Load(); n != 2 || c != 1 {
 		t.Errorf("browsers launched %d, closed %d; want 2 and 1", n, c)
