@@ -34,8 +34,16 @@ const (
 	// model: a tool-call limit, well under policy.MaxURLLength (the longest URL the policy parses).
 	MaxURLArgLength = 2048
 	MaxOffset       = 1 << 26 // read_page offset
-	maxArgsBytes    = 8 << 10 // a tool call's whole arguments object
-	maxLinks        = 300     // links given to the model per page by list_links
+	// MaxReadLength bounds read_page's length, in bytes of text: a long page read in a few calls
+	// rather than one per chunk (each call re-sends the whole conversation to the model).
+	MaxReadLength = 64 << 10
+	// MaxFindLength bounds read_page's find phrase, in characters; maxPassages the passages a
+	// find returns, passageContext the bytes of text given on each side of a match.
+	MaxFindLength  = 200
+	maxPassages    = 5
+	passageContext = 400
+	maxArgsBytes   = 8 << 10 // a tool call's whole arguments object
+	maxLinks       = 300     // links given to the model per page by list_links
 	// maxPageLinks bounds the allowed links an open_url or search_site result carries: enough for
 	// a record's sources and a search's results; the rest are one list_links away.
 	maxPageLinks  = 20
@@ -108,8 +116,8 @@ func Tools(pol *policy.Policy) []ToolSpec {
 		},
 		{
 			Name:        ToolReadPage,
-			Description: "Read the current page's next chunk of text (or from offset).",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"offset":{"type":"integer","minimum":0}},"additionalProperties":false}`),
+			Description: "Read the current page's next chunk of text (or from offset; length asks for more at once). find: the passages around a phrase instead, searched from offset to the page's end.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"offset":{"type":"integer","minimum":0},"length":{"type":"integer","minimum":1,"maximum":` + strconv.Itoa(MaxReadLength) + `},"find":{"type":"string","minLength":1,"maxLength":` + strconv.Itoa(MaxFindLength) + `}},"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolListLinks,
@@ -237,6 +245,23 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+// checkFind validates read_page's find phrase: text to look for in the page, never sent anywhere.
+func checkFind(args map[string]json.RawMessage) (string, error) {
+	q, err := stringArg(args, "find")
+	if err != nil {
+		return "", err
+	}
+	switch n := utf8.RuneCountInString(q); {
+	case strings.TrimSpace(q) == "":
+		return "", errors.New("argument \"find\" is empty")
+	case n > MaxFindLength:
+		return "", fmt.Errorf("argument \"find\" is longer than %d characters", MaxFindLength)
+	case hasControl(q):
+		return "", errors.New("argument \"find\" contains control characters")
+	}
+	return q, nil
 }
 
 // checkQuery validates a search_site query.
@@ -502,7 +527,7 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 		}
 		return r.open(ctx, call.Name, u)
 	case ToolReadPage:
-		args, err := parseObject(call.Args, "offset")
+		args, err := parseObject(call.Args, "offset", "length", "find")
 		if err != nil {
 			return refusedArgs(call.Name, err.Error())
 		}
@@ -513,7 +538,24 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 		if off < 0 || off > MaxOffset {
 			return refusedArgs(call.Name, fmt.Sprintf("argument \"offset\" is out of range 0..%d", MaxOffset))
 		}
-		return r.read(ctx, off, given)
+		length, lengthGiven, err := intArg(args, "length")
+		if err != nil {
+			return refusedArgs(call.Name, err.Error())
+		}
+		if lengthGiven && (length < 1 || length > MaxReadLength) {
+			return refusedArgs(call.Name, fmt.Sprintf("argument \"length\" is out of range 1..%d", MaxReadLength))
+		}
+		if _, ok := args["find"]; ok {
+			phrase, err := checkFind(args)
+			if err != nil {
+				return refusedArgs(call.Name, err.Error())
+			}
+			if lengthGiven {
+				return refusedArgs(call.Name, "arguments \"find\" and \"length\" do not go together: find returns passages")
+			}
+			return r.find(ctx, off, phrase)
+		}
+		return r.read(ctx, off, given, length)
 	case ToolListLinks:
 		if _, err := parseObject(call.Args); err != nil {
 			return refusedArgs(call.Name, err.Error())
@@ -761,7 +803,9 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 	}
 }
 
-func (r *run) read(ctx context.Context, off int, given bool) outcome {
+// read gives the model the page's text from off (the next unread byte unless given): one
+// chunk, or as many whole chunks as fit in length bytes (0: one chunk).
+func (r *run) read(ctx context.Context, off int, given bool, length int) outcome {
 	if r.page == nil {
 		return refused(ToolReadPage, policy.LayerCoordinator, "", ReasonNoPage)
 	}
@@ -773,6 +817,21 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 	if err != nil {
 		return r.browserError(ctx, ToolReadPage, url, err)
 	}
+	// The chunks of one page follow each other (a chunk ends where the next read starts), so
+	// joined they are the page's text from off: more chunks while they fit in length.
+	for ch.More && ch.Next > ch.Offset && length > 0 {
+		next, err := r.a.Browser.Read(ctx, ch.Next)
+		if err != nil {
+			return r.browserError(ctx, ToolReadPage, url, err)
+		}
+		if next.Offset != ch.Next || len(ch.Text)+len(next.Text) > length || next.Text == "" {
+			if next.Offset == ch.Next && next.Text == "" {
+				ch = joinChunks(ch, next)
+			}
+			break
+		}
+		ch = joinChunks(ch, next)
+	}
 	r.page.next, r.page.more = ch.Next, ch.More
 	return outcome{
 		step: newStep(ToolReadPage, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
@@ -781,6 +840,148 @@ func (r *run) read(ctx context.Context, off int, given bool) outcome {
 			Withheld:  ch.WithheldNote(), Account: accountOf(ch.Account, ch.More)}),
 	}
 }
+
+// joinChunks is a followed by b, which starts where a ends: b's page-wide notes and account
+// (each read's covers the page as far as it has been read).
+func joinChunks(a, b bridge.Chunk) bridge.Chunk {
+	b.Text, b.Offset = a.Text+b.Text, a.Offset
+	return b
+}
+
+// passage is one match of a find: the text around it and where that text is in the page.
+type passage struct {
+	Offset int    `json:"offset"`
+	Next   int    `json:"next"`
+	Text   string `json:"text"`
+}
+
+// findData is a find's result: the passages around the first matches, how many matches the
+// page's text from offset holds, and whether the page has text past what was searched.
+type findData struct {
+	Matches  int       `json:"matches"`
+	Passages []passage `json:"passages"`
+	Searched [2]int    `json:"searched"` // the byte range of the page's text searched
+	More     bool      `json:"more"`
+}
+
+// find reads the page's text from off to its end (each chunk proven as read_page proves it) and
+// returns the passages around phrase, matched without regard to case or to how white space runs.
+// The phrase goes nowhere but this search: not to the browser, not to the site.
+func (r *run) find(ctx context.Context, off int, phrase string) outcome {
+	if r.page == nil {
+		return refused(ToolReadPage, policy.LayerCoordinator, "", ReasonNoPage)
+	}
+	url := r.page.url
+	var text strings.Builder
+	start, pos := -1, off
+	var last bridge.Chunk
+	for {
+		ch, err := r.a.Browser.Read(ctx, pos)
+		if err != nil {
+			return r.browserError(ctx, ToolReadPage, url, err)
+		}
+		if start < 0 {
+			start = ch.Offset
+		}
+		if ch.Offset != pos && text.Len() > 0 {
+			break // the page's text is not where the last chunk ended: stop, say there is more
+		}
+		text.WriteString(ch.Text)
+		last = ch
+		if !ch.More || ch.Next <= pos || text.Len() >= MaxOffset {
+			break
+		}
+		pos = ch.Next
+	}
+	t := text.String()
+	data := findData{Passages: []passage{}, Searched: [2]int{start, start + len(t)}, More: last.More}
+	for _, m := range findFolded(t, phrase) {
+		data.Matches++
+		if len(data.Passages) == maxPassages {
+			continue
+		}
+		from, to := passageBounds(t, m[0], m[1])
+		data.Passages = append(data.Passages, passage{Offset: start + from, Next: start + to, Text: t[from:to]})
+	}
+	return outcome{
+		step: newStep(ToolReadPage, url, policy.Entry{Verdict: policy.Allow, Reason: "current page", Layer: policy.LayerCoordinator}),
+		content: encodeResult(envelope{Tool: ToolReadPage, Status: resultOK, Source: url, RetrievedAt: r.c.clock().UTC().Format(time.RFC3339Nano),
+			Untrusted: data, Withheld: last.WithheldNote(), Account: accountOf(last.Account, last.More)}),
+	}
+}
+
+// findFolded returns the byte ranges in t of the non-overlapping matches of phrase, compared
+// rune by rune in lower case (simple case folding) with every run of white space as one space.
+func findFolded(t, phrase string) [][2]int {
+	fold := func(s string, at []int) (string, []int) {
+		var b strings.Builder
+		space := false
+		for i, c := range s {
+			if unicode.IsSpace(c) {
+				if space {
+					continue
+				}
+				space, c = true, ' '
+			} else {
+				space = false
+				c = unicode.ToLower(c)
+			}
+			if at != nil {
+				at = append(at, i)
+			}
+			b.WriteRune(c)
+			if at != nil {
+				for k := utf8.RuneLen(c); k > 1; k-- {
+					at = append(at, i)
+				}
+			}
+		}
+		return b.String(), at
+	}
+	p, _ := fold(phrase, nil)
+	if p == "" {
+		return nil
+	}
+	f, at := fold(t, make([]int, 0, len(t)))
+	at = append(at, len(t))
+	var out [][2]int
+	for i := 0; i <= len(f)-len(p); {
+		k := strings.Index(f[i:], p)
+		if k < 0 {
+			break
+		}
+		// at[e] is where the rune after the match starts in t (len(t) past the end).
+		s, e := i+k, i+k+len(p)
+		out = append(out, [2]int{at[s], at[e]})
+		i = e
+	}
+	return out
+}
+
+// passageBounds widens the match [s, e) of t by passageContext bytes on each side, to rune
+// boundaries and, when one is near, to the white space before and after.
+func passageBounds(t string, s, e int) (int, int) {
+	from, to := max(0, s-passageContext), min(len(t), e+passageContext)
+	for from > 0 && !runeStart(t[from]) {
+		from++
+	}
+	for to < len(t) && !runeStart(t[to]) {
+		to--
+	}
+	if from > 0 {
+		if k := strings.IndexAny(t[from:s], " \n"); k >= 0 {
+			from += k + 1
+		}
+	}
+	if to < len(t) {
+		if k := strings.LastIndexAny(t[e:to], " \n"); k >= 0 {
+			to = e + k
+		}
+	}
+	return from, to
+}
+
+func runeStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func (r *run) links(ctx context.Context) outcome {
 	if r.page == nil {
