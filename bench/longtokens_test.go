@@ -71,7 +71,7 @@ func BenchmarkLongPageTokens(b *testing.B) {
 	var sum struct{ oursWhole, oursFind, peer, oursTurnsWhole, oursTurnsFind, peerTurns, oursChars, peerChars int }
 	for i := 0; i < b.N; i++ {
 		sum = struct{ oursWhole, oursFind, peer, oursTurnsWhole, oursTurnsFind, peerTurns, oursChars, peerChars int }{}
-		cmd := exec.Command(bin, "mcp", "--policy", polFile, "--db", filepath.Join(dir, fmt.Sprintf("audit%d.db", i)))
+		cmd := exec.Command(bin, "mcp", "--policy", polFile, "--session-time", "1h", "--db", filepath.Join(dir, fmt.Sprintf("audit%d.db", i)))
 		cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+testbrowser.DriverDir(), "HOME="+dir, "BROWSER_AGENT_DB=")
 		ours := startMCP(b, "browser-agent mcp", cmd)
 		peerCmd := exec.Command("node", pwMCP, "--headless", "--isolated", "--executable-path", testbrowser.Chromium(), "--no-sandbox")
@@ -82,12 +82,10 @@ func BenchmarkLongPageTokens(b *testing.B) {
 			// Ours, the whole page.
 			conv := ours.conversation(pol, "Read the page "+u+" to its end.")
 			var text strings.Builder
-			res := conv.turn(b, call{"open_url", map[string]any{"url": u}})
-			data := untrusted(b, res[0])
+			data := conv.ok(b, call{"open_url", map[string]any{"url": u}})
 			text.WriteString(data["text"].(string))
 			for data["more"] == true {
-				res = conv.turn(b, call{"read_page", map[string]any{"length": coordinator.MaxReadLength}})
-				data = untrusted(b, res[0])
+				data = conv.ok(b, call{"read_page", map[string]any{"length": coordinator.MaxReadLength, "offset": int(data["next"].(float64))}})
 				text.WriteString(data["text"].(string))
 			}
 			conv.answer("Read to its end.")
@@ -97,10 +95,9 @@ func BenchmarkLongPageTokens(b *testing.B) {
 			// Ours, a phrase from the last fifth of the page's text.
 			phrase := phraseAt(text.String(), 0.8)
 			conv = ours.conversation(pol, fmt.Sprintf("What does the page %s say about %q?", u, phrase))
-			conv.turn(b, call{"open_url", map[string]any{"url": u}})
-			res = conv.turn(b, call{"read_page", map[string]any{"find": phrase}})
-			if m := untrusted(b, res[0])["matches"]; m == nil || m.(float64) < 1 {
-				b.Fatalf("%s: find %q: no match in %s", p, phrase, res[0])
+			conv.ok(b, call{"open_url", map[string]any{"url": u}})
+			if found := conv.ok(b, call{"read_page", map[string]any{"find": phrase}}); found["matches"] == nil || found["matches"].(float64) < 1 {
+				b.Fatalf("%s: find %q: no match in %v", p, phrase, found)
 			}
 			conv.answer("It says what the passage says.")
 			sum.oursFind += conv.input
@@ -134,6 +131,19 @@ func phraseAt(text string, share float64) string {
 	words := strings.Fields(text)
 	i := min(int(share*float64(len(words))), max(len(words)-4, 0))
 	return strings.Join(words[i:min(i+4, len(words))], " ")
+}
+
+// ok is one call of ours in a turn of its own, again (a turn each) while the browser errs, and
+// its result's page data.
+func (c *conv) ok(b *testing.B, cl call) map[string]any {
+	for {
+		res := c.turn(b, cl)
+		if env, err := coordinator.DecodeResult(res[0]); err == nil && env["status"] == "error" {
+			b.Logf("%s: %v: %v; again", cl.name, cl.args, env["reason"])
+			continue
+		}
+		return untrusted(b, res[0])
+	}
 }
 
 // untrusted decodes a browser-agent tool result's page data.
@@ -191,6 +201,7 @@ type conv struct {
 	p                     *mcpPeer
 	msgs                  []coordinator.Message
 	turns, input, results int
+	errors                int // browser errors retried (a model would try again)
 }
 
 func (p *mcpPeer) conversation(pol *policy.Policy, task string) *conv {
@@ -213,7 +224,7 @@ func (c *conv) turn(b *testing.B, calls ...call) []string {
 	defer cancel()
 	for _, tc := range reply.ToolCalls {
 		res, err := c.p.cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.Name, Arguments: tc.Args})
-		if err != nil || res.IsError {
+		if err != nil || res.IsError && !c.retryable(res) {
 			b.Fatalf("%s: %s %s: %v %v\n%s", c.p.name, tc.Name, tc.Args, err, res, c.p.stderr)
 		}
 		var text strings.Builder
@@ -227,6 +238,20 @@ func (c *conv) turn(b *testing.B, calls ...call) []string {
 		c.msgs = append(c.msgs, coordinator.Message{Role: coordinator.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: text.String()})
 	}
 	return out
+}
+
+// retryable reports whether a tool error is one a model would try again: the browser's own
+// ("status": "error", a deadline on a loaded machine), not a refusal. The retry is a turn, billed.
+func (c *conv) retryable(res *mcp.CallToolResult) bool {
+	for _, part := range res.Content {
+		if t, ok := part.(*mcp.TextContent); ok {
+			if env, err := coordinator.DecodeResult(t.Text); err == nil && env["status"] == "error" {
+				c.errors++
+				return c.errors <= 3
+			}
+		}
+	}
+	return false
 }
 
 // answer is the last turn: the model's reply, no call.
