@@ -294,6 +294,8 @@ func (g *Guard) call(ctx context.Context, name string, raw json.RawMessage) (*mc
 	if refs, ok := snapshotRefs(text); ok {
 		g.shown = refs
 	}
+	text, shown := g.shownText(ctx, text)
+	did = append(did, shown...)
 	v := &verdict{allow: true, layer: policy.LayerCoordinator, rule: RuleAllowed, reason: "passed to the upstream"}
 	if u, ok := args["url"].(string); ok {
 		v.url = u
@@ -302,6 +304,44 @@ func (g *Guard) call(ctx context.Context, name string, raw json.RawMessage) (*mc
 		v.reason = "passed to the upstream, which reported an error"
 	}
 	return g.wrap(name, res, text, did), v
+}
+
+// shownText is what the client may see of a result's text (proveVisible): a snapshot's text
+// only where rendering in the guard's own browser proves a person sees it. Without a proof (the
+// wall off: the upstream's own browser; or the proof failed) no text of the snapshot is shown.
+func (g *Guard) shownText(ctx context.Context, text string) (string, []string) {
+	if !strings.Contains(text, "```yaml") {
+		out, did := proveVisible(text, nil)
+		return out, did
+	}
+	var vis *visibleText
+	var why string
+	switch u := pageURL(text); {
+	case g.browser == nil:
+		why = "the guard does not own the browser (wall off): no text of the snapshot is proven visible"
+	case u == "":
+		why = "the result names no page: no text of the snapshot is proven visible"
+	default:
+		var err error
+		if vis, err = g.browser.visibleText(ctx, u); err != nil {
+			vis, why = nil, "the visibility proof failed ("+err.Error()+"): no text of the snapshot is shown"
+		}
+	}
+	out, did := proveVisible(text, vis)
+	if why != "" {
+		did = append(did, why)
+	}
+	return out, did
+}
+
+// pageURL is the "Page URL" a result names, or "".
+func pageURL(text string) string {
+	_, after, ok := strings.Cut(text, "\n- Page URL: ")
+	if !ok {
+		return ""
+	}
+	u, _, _ := strings.Cut(after, "\n")
+	return strings.TrimSpace(u)
 }
 
 // wrap marks the upstream's result as untrusted page data: its text under untrusted_page_data,
