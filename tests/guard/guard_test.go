@@ -91,6 +91,9 @@ func startSite(t *testing.T, scheme string) *site {
 			fmt.Fprint(w, "ok")
 		case r.URL.Path == "/framed":
 			fmt.Fprintf(w, "<html><body><h1>Framed</h1><iframe src=%q></iframe></body></html>", s.Frame+"/inner")
+		case strings.HasPrefix(r.URL.Path, "/vis/") && visPages[strings.TrimPrefix(r.URL.Path, "/vis/")] != "":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<!doctype html><html><head><title>vis</title></head><body>"+visPages[strings.TrimPrefix(r.URL.Path, "/vis/")]+"</body></html>")
 		case r.URL.Path == "/redirect":
 			http.Redirect(w, r, s.Offsite+"/landing", http.StatusFound)
 		case byPath[r.URL.Path] != "":
@@ -133,7 +136,7 @@ func startSite(t *testing.T, scheme string) *site {
 // policy allows the hostile site's read routes and nothing off it.
 func (s *site) policy(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "policy.yaml")
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", /favicon.ico]\n"+
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", \"/vis/{page}\", /favicon.ico]\n"+
 		"  - origin: %s\n    read: [/inner, /favicon.ico]\nlimits:\n  max_redirect_hops: 5\n", s.URL, s.Frame)
 	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
