@@ -52,6 +52,10 @@ var visPages = map[string]string{
 	"far-down": `<p>SEEN-far-down-1-x</p><div style="height:8000px"></div><p>SEEN-far-down-2-x</p>` +
 		f(overlay, "HIDDEN-far-down-1-x") +
 		`<div style="position:fixed;top:20000px">HIDDEN-far-down-2-x</div>`,
+	"attributes": `<p>SEEN-attributes-1-x</p>` +
+		`<button aria-label="HIDDEN-attributes-1-x">SEEN-attributes-2-x</button>` +
+		`<img alt="HIDDEN-attributes-2-x" src="data:,">` +
+		`<label>SEEN-attributes-3-x <input placeholder="x" value="HIDDEN-attributes-3-x" style="color:#fff;background:#fff"></label>`,
 	// An ordinary page: what the client can read and use through the guard.
 	"ordinary": `<header><nav><a href="/vis/ordinary">Home</a> <a href="/vis/covers">Covers</a></nav></header>` +
 		`<main><h1>SEEN-ordinary-title-x</h1><p>An ordinary paragraph with <a href="/vis/colour">a link</a> and <b>bold words</b>.</p>` +
@@ -61,7 +65,7 @@ var visPages = map[string]string{
 		`<details open><summary>Shipping</summary>Ships in two days.</details></main>`,
 }
 
-var visFamilies = []string{"covers", "clipping", "colour", "transforms", "frames", "scrollers", "far-down"}
+var visFamilies = []string{"covers", "clipping", "colour", "transforms", "frames", "scrollers", "far-down", "attributes"}
 
 var tokenRE = regexp.MustCompile(`(HIDDEN|SEEN)-[a-z-]+-[0-9a-z]+-x`)
 
