@@ -37,6 +37,13 @@ func proveVisible(text string, visible *visibleText) (string, []string) {
 			dropped++
 			continue
 		}
+		if name == "Error" {
+			var n int
+			sec, n = filterError(sec)
+			if n > 0 {
+				did = append(did, fmt.Sprintf("%d line(s) of the upstream's error withheld: they quote the page's markup", n))
+			}
+		}
 		if name == "Snapshot" {
 			var n int
 			sec, n = filterSnapshot(sec, visible)
@@ -50,6 +57,19 @@ func proveVisible(text string, visible *visibleText) (string, []string) {
 		did = append(did, fmt.Sprintf("%d section(s) of the upstream's result dropped (its code, events or the page's tools)", dropped))
 	}
 	return b.String(), did
+}
+
+// filterError withholds the lines of an error section that quote the page's markup (Playwright
+// names the element in the way of a click by its HTML, text included): text no proof has seen.
+func filterError(sec string) (string, int) {
+	lines := strings.Split(sec, "\n")
+	n := 0
+	for i, l := range lines {
+		if i > 0 && strings.Contains(l, "<") {
+			lines[i], n = HiddenMark, n+1
+		}
+	}
+	return strings.Join(lines, "\n"), n
 }
 
 // splitSections cuts text before each line that starts a section ("### ").

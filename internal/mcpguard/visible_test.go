@@ -83,3 +83,12 @@ func TestFilterLineUnparsed(t *testing.T) {
 		}
 	}
 }
+
+func TestFilterError(t *testing.T) {
+	in := "### Error\nTimeoutError: locator.click: Timeout 5000ms exceeded.\n  - <div class=\"cover\">HIDDEN-SECRET</div> intercepts pointer events\n"
+	got, did := proveVisible(in, nil)
+	want := "### Error\nTimeoutError: locator.click: Timeout 5000ms exceeded.\n" + HiddenMark + "\n"
+	if got != want || len(did) != 1 {
+		t.Errorf("proveVisible(error):\n\tgot  %q %q\n\twant %q", got, did, want)
+	}
+}
