@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -86,8 +87,18 @@ func (a *approvals) close() {
 	}
 }
 
-// hold is the proxy's HoldFunc: it shows the write on the page and waits for a person.
+// hold is the proxy's HoldFunc: it shows the write on the page and waits for a person. A write
+// that carries a credential or a card (a field the bridge's detection names so, or a number that
+// passes the card checksum) is refused without being offered: a person signs in or pays
+// themselves.
 func (a *approvals) hold(ctx context.Context, h *proxy.Held) string {
+	if why := carriesCredential(h); why != "" {
+		a.mu.Lock()
+		a.notes = append(a.notes, fmt.Sprintf("refused: %s %s carries %s: a person signs in or pays themselves", h.Method, originPath(h.URL), why))
+		a.mu.Unlock()
+		a.logf("guard: write refused without a hold: %s %s carries %s", h.Method, originPath(h.URL), why)
+		return "carries " + why
+	}
 	a.mu.Lock()
 	a.next++
 	p := &pendingHold{id: a.next, held: h, answer: make(chan string, 1)}
@@ -157,6 +168,51 @@ func preview(h *proxy.Held) []previewField {
 		}
 	}
 	return out
+}
+
+// carriesCredential says what credential or card a held write carries, or "": the body's fields
+// by name (the bridge's credential detection), and any run of 13 to 19 digits (spaces and dashes
+// aside) in the body, raw or decoded, that passes the Luhn checksum.
+func carriesCredential(h *proxy.Held) string {
+	raw := string(h.Body)
+	if d, err := url.QueryUnescape(raw); err == nil {
+		raw += "\n" + d
+	}
+	for _, m := range cardNumberRE.FindAllString(raw, -1) {
+		if luhn(m) {
+			return "a card number"
+		}
+	}
+	vals, _ := url.ParseQuery(string(h.Body))
+	for name := range vals {
+		if bridge.CredentialField(bridge.Control{Tag: "input", Type: "text", Names: []string{name}}) != "" {
+			return "a credential field (" + name + ")"
+		}
+	}
+	return ""
+}
+
+// cardNumberRE finds runs of 13 to 19 digits, spaces or dashes between them allowed.
+var cardNumberRE = regexp.MustCompile(`[0-9](?:[ -]?[0-9]){12,18}`)
+
+// luhn says whether the digits of s pass the Luhn checksum.
+func luhn(s string) bool {
+	sum, n := 0, 0
+	for i := len(s) - 1; i >= 0; i-- {
+		c := s[i]
+		if c < '0' || c > '9' {
+			continue
+		}
+		d := int(c - '0')
+		if n%2 == 1 {
+			if d *= 2; d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		n++
+	}
+	return n >= 13 && sum%10 == 0
 }
 
 var pageTmpl = template.Must(template.New("approvals").Parse(`<!doctype html>

@@ -66,6 +66,7 @@ const pages = `
 /search: <h1>Search</h1><label>Search <input name=q></label>
 /hidden-filled: <h1>Account</h1><label>Password <input type=password id=pw autocomplete=current-password></label><script>document.getElementById('pw').value = '` + secret + `'; const d = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value'); Object.defineProperty(HTMLInputElement.prototype, 'value', {get() { return this.type === 'password' ? '' : d.get.call(this); }, set(v) { d.set.call(this, v); }, configurable: true});</script>
 /book: <h1>Trips</h1><form method=post action=/book-search><label>Destination <input name=dest></label><button>Search trips</button></form>
+/wallet: <h1>Wallet</h1><form method=post action=/book-search><label>Card number <input name=cardnumber autocomplete=cc-number></label><input type=hidden name=note value="4111 1111 1111 1111"><button>Pay now</button></form>
 /inner: <label>Password <input type=password id=pw></label><script>document.getElementById('pw').value = '` + secret + `'</script>
 `
 
@@ -137,7 +138,7 @@ func startSite(t *testing.T, scheme string) *site {
 // policy allows the hostile site's read routes and nothing off it.
 func (s *site) policy(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "policy.yaml")
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", \"/vis/{page}\", /book, /book-search, /favicon.ico]\n"+
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", \"/vis/{page}\", /book, /book-search, /wallet, /favicon.ico]\n"+
 		"  - origin: %s\n    read: [/inner, /favicon.ico]\nlimits:\n  max_redirect_hops: 5\n", s.URL, s.Frame)
 	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
 		t.Fatal(err)

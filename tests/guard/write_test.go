@@ -119,6 +119,24 @@ func testGuardWrite(t *testing.T, scheme string) {
 			t.Errorf("%d POSTs reached the site, want exactly 1", n)
 		}
 	})
+	t.Run("a card is typed by no agent and sent by no approval", func(t *testing.T) {
+		g := g.with(t)
+		before := s.count("POST /book-search")
+		g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/wallet"})
+		text, isErr := g.call("browser_type", map[string]any{"target": g.ref("textbox", "Card number"), "element": "Card number", "text": "4111111111111111"})
+		if !isErr || !strings.Contains(text, "guard.credential") {
+			t.Errorf("typing a card number: got %q, want a guard.credential refusal", text)
+		}
+		// The page carries a card number itself: the write is refused by its effect, never offered.
+		text = g.mustCall("browser_click", map[string]any{"target": g.ref("button", "Pay now"), "element": "Pay now"})
+		if !strings.Contains(text, "carries a card number") {
+			t.Errorf("a click that posts a card number: got %q, want it refused as carrying a card", text)
+		}
+		g.call("browser_snapshot", nil)
+		if n := s.count("POST /book-search") - before; n != 0 {
+			t.Errorf("%d POSTs carrying a card reached the site, want 0", n)
+		}
+	})
 	t.Run("control", func(t *testing.T) {
 		u := unguarded(t, s).with(t)
 		before := s.count("POST /book-search")
@@ -126,6 +144,13 @@ func testGuardWrite(t *testing.T, scheme string) {
 		u.mustCall("browser_click", map[string]any{"target": u.ref("button", "Search trips"), "element": "Search trips"})
 		if !testutil.Eventually(10*time.Second, func() bool { return s.count("POST /book-search") > before }) {
 			t.Errorf("unguarded: the form did not post: the hold proves nothing")
+		}
+		u.mustCall("browser_navigate", map[string]any{"url": s.URL + "/wallet"})
+		u.mustCall("browser_type", map[string]any{"target": u.ref("textbox", "Card number"), "element": "Card number", "text": "4111111111111111"})
+		before = s.count("POST /book-search")
+		u.mustCall("browser_click", map[string]any{"target": u.ref("button", "Pay now"), "element": "Pay now"})
+		if !testutil.Eventually(10*time.Second, func() bool { return s.count("POST /book-search") > before }) {
+			t.Errorf("unguarded: the card form did not post: the card checks prove nothing")
 		}
 	})
 }
