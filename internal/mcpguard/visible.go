@@ -123,24 +123,17 @@ func normSpace(s string) string {
 	return b.String()
 }
 
-// filterSnapshot replaces, in each yaml block of a snapshot section, every name and text the
-// visible text does not show by HiddenMark; a line it cannot parse is replaced whole. Roles,
-// states and refs are kept, so the refs of what is shown stay usable. It returns the section and
-// how many texts it withheld.
+// filterSnapshot replaces, in a snapshot section, every name and text the visible text does not
+// show by HiddenMark; a line it cannot parse (inside a yaml block or not: a snapshot in another
+// form, the link to the upstream's snapshot file) is replaced whole. Roles, states and refs are
+// kept, so the refs of what is shown stay usable. It returns the section and how many texts it
+// withheld.
 func filterSnapshot(sec string, visible *visibleText) (string, int) {
 	lines := strings.Split(sec, "\n")
-	in := false
 	n := 0
 	for i, l := range lines {
-		switch {
-		case strings.HasPrefix(l, "```yaml"):
-			in = true
-			continue
-		case strings.HasPrefix(l, "```"):
-			in = false
-			continue
-		case !in:
-			continue
+		if i == 0 || strings.HasPrefix(l, "```") {
+			continue // the section's heading, a block's fences
 		}
 		out, w := filterLine(l, visible)
 		lines[i] = out

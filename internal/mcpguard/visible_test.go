@@ -60,6 +60,11 @@ func TestProveVisible(t *testing.T) {
 	if len(kept) != len(refs) {
 		t.Errorf("refs: got %d, want %d", len(kept), len(refs))
 	}
+	// The snapshot in another form than a yaml block: parsed the same way, or withheld.
+	got, _ = proveVisible("### Snapshot\n- [Snapshot](.playwright-mcp/page.yml)\n```\n- paragraph [ref=e3]: HIDDENWHITE\n```\n", newVisibleText(sampleVisible))
+	if strings.Contains(got, "HIDDENWHITE") || strings.Contains(got, "playwright-mcp") {
+		t.Errorf("a snapshot outside a yaml block passed unfiltered:\n%s", got)
+	}
 	// No proof: no text at all.
 	got, _ = proveVisible(snapSample, nil)
 	for _, s := range []string{"Visible text", "the docs", "Search", "Hello", "CLIPPED", "HIDDENWHITE"} {
