@@ -12,7 +12,6 @@ import (
 
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
-	"github.com/mxschmitt/playwright-go"
 )
 
 // TestOpenRedirects opens redirect chains. Every hop is decided as a new navigation; a denied hop,
@@ -273,7 +272,7 @@ func TestReadDocumentReplaced(t *testing.T) {
 			var once sync.Once
 			replaced := false
 			s := newSession(t, func(cfg *config) {
-				cfg.resolved = func(ctx context.Context, sess playwright.CDPSession, group string) {
+				cfg.resolved = func(ctx context.Context, sess CDPSession, group string) {
 					once.Do(func() {
 						if cdpCall(ctx, sess, "Runtime.evaluate", map[string]any{"expression": c.nav}, nil) != nil {
 							return

@@ -7,7 +7,6 @@ import (
 
 	"github.com/browser-agent/browser-agent/internal/wall"
 	"github.com/browser-agent/browser-agent/policy"
-	"github.com/mxschmitt/playwright-go"
 )
 
 // Defaults of the limits an Option can change.
@@ -99,7 +98,7 @@ type config struct {
 	trustMovers bool
 	// resolved (tests) runs in evalFrame between resolving the handles, in object group group,
 	// and the evaluation.
-	resolved func(ctx context.Context, sess playwright.CDPSession, group string)
+	resolved func(ctx context.Context, sess CDPSession, group string)
 	// phase (benchmarks) is told how long each phase of Open and of the reads took
 	// (BenchmarkOpenPhases): "goto", "settle", "read" (the whole snapshot), "view", "quiet",
 	// "pixels", "shot", "eval:<mode>" and "recheck". Called on the goroutine of the Open or

@@ -46,9 +46,19 @@ func joinJS(fsys embed.FS, dir string) string {
 	return b.String()
 }
 
+// CDPSession is one DevTools session, a page's or an out-of-process frame's: what the reader
+// sends its commands on. playwright-go's CDPSession is one; internal/mcpguard adapts its own
+// DevTools connection to it (VisibleText).
+type CDPSession interface {
+	Send(method string, params map[string]any) (any, error)
+	Detach() error
+}
+
+var _ CDPSession = playwright.CDPSession(nil)
+
 // cdpCall sends one CDP command and decodes its result into out. CDPSession.Send cannot be
 // cancelled, so a hung renderer costs a goroutine until the session closes, not the caller.
-func cdpCall(ctx context.Context, sess playwright.CDPSession, method string, params map[string]any, out any) error {
+func cdpCall(ctx context.Context, sess CDPSession, method string, params map[string]any, out any) error {
 	type result struct {
 		v   any
 		err error
@@ -138,7 +148,7 @@ func (n *cdpNode) scrub() {
 
 // target is one CDP session: the page's, or an out-of-process iframe's.
 type target struct {
-	sess   playwright.CDPSession
+	sess   CDPSession
 	kept   bool   // the page's own session, kept across views (pageSession)
 	root   string // frame id at the root of the session
 	frames []frameEntry
@@ -191,7 +201,7 @@ func (pr *pageReader) pageSession() (playwright.CDPSession, error) {
 
 // dropPageSession detaches the kept session after a call on it failed: the next view opens a
 // new one.
-func (pr *pageReader) dropPageSession(s playwright.CDPSession) {
+func (pr *pageReader) dropPageSession(s CDPSession) {
 	if pr.sess == s {
 		pr.sess = nil
 	}
@@ -236,6 +246,13 @@ func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, er
 		}
 		a.targets = append(a.targets, &target{sess: fs})
 	}
+	return a, a.load(ctx)
+}
+
+// load loads each session's frame tree and its DOM, closed shadow roots and same-process frames
+// included (values scrubbed). A session other than the page's that does not answer is left
+// without frames.
+func (a *attached) load(ctx context.Context) error {
 	main := a.targets[0].sess
 	for _, t := range a.targets {
 		t.frames, t.root, t.doc = nil, "", nil
@@ -245,7 +262,7 @@ func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, er
 		if err := cdpCall(ctx, t.sess, "Page.getFrameTree", nil, &tree); err != nil {
 			if t.sess == main {
 				a.failed = true
-				return a, err
+				return err
 			}
 			continue
 		}
@@ -259,14 +276,14 @@ func (pr *pageReader) attach(ctx context.Context, prev *attached) (*attached, er
 		if err := cdpCall(ctx, t.sess, "DOM.getDocument", map[string]any{"depth": -1, "pierce": true}, &doc); err != nil {
 			if t.sess == main {
 				a.failed = true
-				return a, err
+				return err
 			}
 			continue
 		}
 		doc.Root.scrub()
 		t.doc = doc.Root
 	}
-	return a, nil
+	return nil
 }
 
 // attached is the CDP sessions of one page and the frames attach has tried to open a session for.
@@ -313,7 +330,7 @@ const detachWait = 2 * time.Second
 // detach ends a CDP session without waiting more than detachWait. Detach takes no context, and a
 // renderer that never yields (a page in an endless script loop) never answers it: waiting would
 // hang Open or Read past every deadline. A Detach left running ends when the browser closes.
-func detach(sess playwright.CDPSession) {
+func detach(sess CDPSession) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -377,6 +394,12 @@ func (pr *pageReader) view(ctx context.Context, prev *pageView) (*pageView, erro
 	if err != nil {
 		return &pageView{att: att}, err
 	}
+	return mapView(att), nil
+}
+
+// mapView maps the frames of loaded sessions: which session owns a frame, its child frames, the
+// closed shadow roots and each frame's document.
+func mapView(att *attached) *pageView {
 	targets := att.targets
 	v := &pageView{att: att, targets: targets, mainID: targets[0].root, owner: map[string]*target{},
 		children: map[string][]string{}, closed: map[string][]closedRoot{}, docs: map[string]docRef{}}
@@ -430,7 +453,7 @@ func (pr *pageReader) view(ctx context.Context, prev *pageView) (*pageView, erro
 		}
 		walk(t.doc, t.root)
 	}
-	return v, nil
+	return v
 }
 
 // close ends the view's CDP sessions (the page's kept one is released, not ended).
@@ -462,7 +485,7 @@ const readerGroup = "browser-agent-reader"
 // release frees an object group without waiting for Chromium's answer (a round trip through the
 // driver saved per evaluation that held handles): every group is one evaluation's own, so a
 // release that arrives late frees nothing a later evaluation holds.
-func release(sess playwright.CDPSession, group string) {
+func release(sess CDPSession, group string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), detachWait)
 		defer cancel()
@@ -785,44 +808,8 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		pr.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %s, %d runs decided, %d pending, %s%s",
 			len(job.frames), job.passes, job.shots, proof, job.decided, job.undecided(), time.Since(start).Round(time.Millisecond), stopNote(err, final))
 	}
-	var read func(frame string, depth int) error
-	read = func(frame string, depth int) error {
-		if v.owner[frame] == nil || depth > 8 || why != "" {
-			return nil
-		}
-		extra := map[string]any{"debug": pr.cfg.withheldList}
-		var vs []int
-		if verdicts != nil {
-			vs = verdicts[frame]
-			if vs == nil {
-				vs = []int{} // a frame not laid out: all of its text is withheld
-				extra["forceWhy"] = readerjs.WhyFrame
-			}
-			extra["verdicts"], extra["why"] = vs, whys[frame]
-		}
-		rr, err := pr.evalFrame(ctx, v, frame, readerjs.ModeRead, extra)
-		if err != nil {
-			return err
-		}
-		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) {
-			// Not the frame the shots judged: withhold all of its text.
-			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}, "forceWhy": readerjs.WhyChanged, "debug": pr.cfg.withheldList}); err != nil {
-				return err
-			}
-		}
-		if w := controlsCredential(rr.Controls); w != "" {
-			why = w
-			return nil
-		}
-		reads[frame] = rr
-		for _, c := range rr.Frames {
-			if err := read(c, depth+1); err != nil {
-				pr.cfg.logf("bridge: frame not read: %v", err)
-			}
-		}
-		return nil
-	}
-	if err := read(mainID, 0); err != nil {
+	why, err = pr.readFrames(ctx, v, verdicts, whys, reads, true)
+	if err != nil {
 		return nil, "", err
 	}
 	// The frames not read (not shown by the page, too deep, or whose read failed): their text is
@@ -894,6 +881,51 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	snap.cut = nonSpace(whole) - nonSpace(snap.text)
 	snap.links = pr.decideLinks(links)
 	return snap, "", nil
+}
+
+// readFrames reads the main frame and the child frames it shows, with the pixel phase's verdicts
+// (nil: pixels off), into reads. Unless creds is false (VisibleText: its caller checks fields
+// itself) it stops at the first frame that shows a credential field and returns why.
+func (pr *pageReader) readFrames(ctx context.Context, v *pageView, verdicts map[string][]int, whys map[string]map[int]string, reads map[string]*rawRead, creds bool) (why string, err error) {
+	var read func(frame string, depth int) error
+	read = func(frame string, depth int) error {
+		if v.owner[frame] == nil || depth > 8 || why != "" {
+			return nil
+		}
+		extra := map[string]any{"debug": pr.cfg.withheldList}
+		var vs []int
+		if verdicts != nil {
+			vs = verdicts[frame]
+			if vs == nil {
+				vs = []int{} // a frame not laid out: all of its text is withheld
+				extra["forceWhy"] = readerjs.WhyFrame
+			}
+			extra["verdicts"], extra["why"] = vs, whys[frame]
+		}
+		rr, err := pr.evalFrame(ctx, v, frame, readerjs.ModeRead, extra)
+		if err != nil {
+			return err
+		}
+		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) {
+			// Not the frame the shots judged: withhold all of its text.
+			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}, "forceWhy": readerjs.WhyChanged, "debug": pr.cfg.withheldList}); err != nil {
+				return err
+			}
+		}
+		if w := controlsCredential(rr.Controls); creds && w != "" {
+			why = w
+			return nil
+		}
+		reads[frame] = rr
+		for _, c := range rr.Frames {
+			if err := read(c, depth+1); err != nil {
+				pr.cfg.logf("bridge: frame not read: %v", err)
+			}
+		}
+		return nil
+	}
+	err = read(v.mainID, 0)
+	return why, err
 }
 
 type rawLink struct{ text, href string }

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
-	"github.com/mxschmitt/playwright-go"
 )
 
 // readAll reads every chunk of the open page.
@@ -221,10 +220,10 @@ func TestLinksAndFields(t *testing.T) {
 func TestReaderLateRelease(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	prev := map[playwright.CDPSession]string{}
+	prev := map[CDPSession]string{}
 	late := 0
 	s := newSession(t, func(c *config) {
-		c.resolved = func(ctx context.Context, sess playwright.CDPSession, group string) {
+		c.resolved = func(ctx context.Context, sess CDPSession, group string) {
 			mu.Lock()
 			old := prev[sess]
 			prev[sess] = group

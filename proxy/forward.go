@@ -44,25 +44,35 @@ func (p *Proxy) serveURL(ctx context.Context, w http.ResponseWriter, r *http.Req
 	var d policy.Decision
 	body := io.Reader(http.NoBody)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		// A write: only to a sign-in route, and only while a person holds the lease.
-		if !p.signInLease.Load() {
+		// A write: to a sign-in route while a person holds the lease; else held for a person
+		// (WithHold) or refused.
+		switch {
+		case !p.signInLease.Load() && p.cfg.hold != nil:
+			b, reason, rule := []byte(nil), "", ""
+			if d, b, reason, rule = p.holdWrite(ctx, r, u); reason != "" {
+				p.refuse(w, rec, http.StatusForbidden, reason, rule, note)
+				return
+			}
+			body = bytes.NewReader(b)
+		case !p.signInLease.Load():
 			p.refuse(w, rec, http.StatusForbidden, policy.ReasonWriteMethod, "method "+rec.Method, note)
 			return
+		default:
+			if d = p.pol.DecideSignIn(r.Method, u); !d.Allowed() {
+				p.refuse(w, rec, http.StatusForbidden, d.Reason, d.Rule, note)
+				return
+			}
+			if r.ContentLength < 0 || r.ContentLength > MaxSignInBody {
+				p.refuse(w, rec, http.StatusForbidden, ReasonBody, "sign-in body longer than the cap", note)
+				return
+			}
+			b, err := io.ReadAll(io.LimitReader(r.Body, MaxSignInBody+1))
+			if err != nil || int64(len(b)) != r.ContentLength {
+				p.refuse(w, rec, http.StatusForbidden, ReasonBody, "sign-in body unreadable", note)
+				return
+			}
+			body = bytes.NewReader(b)
 		}
-		if d = p.pol.DecideSignIn(r.Method, u); !d.Allowed() {
-			p.refuse(w, rec, http.StatusForbidden, d.Reason, d.Rule, note)
-			return
-		}
-		if r.ContentLength < 0 || r.ContentLength > MaxSignInBody {
-			p.refuse(w, rec, http.StatusForbidden, ReasonBody, "sign-in body longer than the cap", note)
-			return
-		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, MaxSignInBody+1))
-		if err != nil || int64(len(b)) != r.ContentLength {
-			p.refuse(w, rec, http.StatusForbidden, ReasonBody, "sign-in body unreadable", note)
-			return
-		}
-		body = bytes.NewReader(b)
 	} else if r.ContentLength != 0 {
 		p.refuse(w, rec, http.StatusForbidden, ReasonBody, "body on "+r.Method, note)
 		return
@@ -119,8 +129,8 @@ func (p *Proxy) serveURL(ctx context.Context, w http.ResponseWriter, r *http.Req
 		ProtoMinor: 1,
 		Body:       io.NopCloser(body),
 	}).WithContext(ctx)
-	if body != http.NoBody {
-		out.ContentLength = r.ContentLength
+	if br, ok := body.(*bytes.Reader); ok {
+		out.ContentLength = br.Size() // the bytes read, decided and (held) approved
 	}
 	resp, err := tr.RoundTrip(out)
 	if err != nil {

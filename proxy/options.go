@@ -70,6 +70,7 @@ type config struct {
 	timeouts          Timeouts
 	allowPrivateNames bool
 	upstreamRoots     []*x509.Certificate
+	hold              HoldFunc // hold.go
 }
 
 // Option configures a Proxy.

@@ -18,6 +18,7 @@ func guardCmd(e *env, args []string) error {
 	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	write := fs.Bool("write", false, "write mode: a form's POST is held until a person approves it on the approval page (printed at start), instead of refused")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func guardCmd(e *env, args []string) error {
 		return err
 	}
 	g, err := mcpguard.Start(ctx, mcpguard.Config{
-		Policy: pol, Command: command, Store: store, ProxyOptions: popts, Stderr: e.stderr, Logf: stderrLogf(e),
+		Policy: pol, Command: command, Store: store, ProxyOptions: popts, Stderr: e.stderr, Logf: stderrLogf(e), Write: *write,
 	})
 	if err != nil {
 		return err

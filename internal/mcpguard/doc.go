@@ -40,6 +40,19 @@
 //     getter, querySelectorAll) cannot hide a filled field from it; with the wall off it reads
 //     through the upstream's evaluate, in the page's world. Everything
 //     the upstream returns is passed as untrusted page data, under "untrusted_page_data".
+//   - Visible text (visible.go): a result's snapshot is shown only where rendering proves a
+//     person sees it. In its own browser the guard runs the bridge's visibility proof
+//     (bridge.VisibleText: the page frozen, every frame and scroller laid out and shot) on the one
+//     tab the result names, over its own DevTools session, and replaces each snapshot name or text
+//     the proven text does not hold by HiddenMark, keeping roles, states and refs. With the wall
+//     off, or when the proof fails, no snapshot text is shown. Result sections that carry the
+//     page's text beyond its address, title and dialogs (the code the upstream ran, its events and
+//     console, a page's tools) are dropped.
+//   - Write mode (hold.go, Config.Write; read-only is the default): a POST the policy refuses
+//     only as a write is held by the egress proxy (proxy.WithHold) and shown on the approval page
+//     (loopback, a per-run token); a person's answer names the request's digest, and an approval
+//     sends exactly the held bytes once. A write carrying a credential field or a card number is
+//     refused without being offered.
 //   - Audit: one run of kind "guard" in the audit store; one step per call with its decision,
 //     and the egress proxy's decisions beneath it (tool "request").
 //

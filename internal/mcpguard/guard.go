@@ -52,6 +52,14 @@ type Config struct {
 	Stderr  io.Writer                        // the upstream's stderr (nil: discarded)
 	Logf    func(format string, args ...any) // metadata-only log lines; nil: none
 
+	// Write turns on the write mode (hold.go): a POST the policy refuses only as a write is held
+	// for a person, who approves or refuses it on the approval page, instead of refused.
+	Write bool
+	// ApprovalAddr is the approval page's address ("": 127.0.0.1, any port); HoldTimeout how
+	// long a held write waits for a person (0: DefaultHoldTimeout).
+	ApprovalAddr string
+	HoldTimeout  time.Duration
+
 	proxyBypass string // the wall's tests only (export_test.go): see writeConfig
 }
 
@@ -63,8 +71,9 @@ type Guard struct {
 	up      *mcp.ClientSession
 	srv     *mcp.Server
 	offered []string
-	browser *browser // the guard's own Chromium behind the wall; nil when the upstream launches its own
-	wall    string   // "on: ..." or "off: why", for the log
+	browser *browser   // the guard's own Chromium behind the wall; nil when the upstream launches its own
+	wall    string     // "on: ..." or "off: why", for the log
+	holds   *approvals // the write mode's held writes; nil in read-only mode
 
 	mu     sync.Mutex        // one call at a time: the guard's own snapshot and the call it vets are one step
 	shown  map[string]string // the refs of the last snapshot passed to the client: role and name
@@ -103,8 +112,19 @@ func Start(ctx context.Context, cfg Config) (*Guard, error) {
 		cfg.Version = "dev"
 	}
 	g := &Guard{cfg: cfg, shown: map[string]string{}}
-	px, err := proxy.Start(ctx, cfg.Policy, append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) { g.net.Note(d.Entry) })}, cfg.ProxyOptions...)...)
+	popts := append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) { g.net.Note(d.Entry) })}, cfg.ProxyOptions...)
+	if cfg.Write {
+		a, err := startApprovals(cfg.ApprovalAddr, cfg.HoldTimeout, cfg.Logf)
+		if err != nil {
+			return nil, err
+		}
+		g.holds = a
+		popts = append(popts, proxy.WithHold(a.hold))
+		cfg.Logf("guard: write mode: held writes are approved or refused at %s", a.url)
+	}
+	px, err := proxy.Start(ctx, cfg.Policy, popts...)
 	if err != nil {
+		g.holds.close()
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	g.px = px
@@ -224,6 +244,7 @@ func (g *Guard) Close() error {
 		if g.up != nil {
 			err = g.up.Close()
 		}
+		g.holds.close()
 		err = errors.Join(err, g.browser.close())
 		if g.px != nil {
 			err = errors.Join(err, g.px.Close())
@@ -294,6 +315,8 @@ func (g *Guard) call(ctx context.Context, name string, raw json.RawMessage) (*mc
 	if refs, ok := snapshotRefs(text); ok {
 		g.shown = refs
 	}
+	text, shown := g.shownText(ctx, text)
+	did = append(append(did, shown...), g.holds.take()...)
 	v := &verdict{allow: true, layer: policy.LayerCoordinator, rule: RuleAllowed, reason: "passed to the upstream"}
 	if u, ok := args["url"].(string); ok {
 		v.url = u
@@ -302,6 +325,44 @@ func (g *Guard) call(ctx context.Context, name string, raw json.RawMessage) (*mc
 		v.reason = "passed to the upstream, which reported an error"
 	}
 	return g.wrap(name, res, text, did), v
+}
+
+// shownText is what the client may see of a result's text (proveVisible): a snapshot's text
+// only where rendering in the guard's own browser proves a person sees it. Without a proof (the
+// wall off: the upstream's own browser; or the proof failed) no text of the snapshot is shown.
+func (g *Guard) shownText(ctx context.Context, text string) (string, []string) {
+	if !strings.Contains(text, "```yaml") {
+		out, did := proveVisible(text, nil)
+		return out, did
+	}
+	var vis *visibleText
+	var why string
+	switch u := pageURL(text); {
+	case g.browser == nil:
+		why = "the guard does not own the browser (wall off): no text of the snapshot is proven visible"
+	case u == "":
+		why = "the result names no page: no text of the snapshot is proven visible"
+	default:
+		var err error
+		if vis, err = g.browser.visibleText(ctx, u); err != nil {
+			vis, why = nil, "the visibility proof failed ("+err.Error()+"): no text of the snapshot is shown"
+		}
+	}
+	out, did := proveVisible(text, vis)
+	if why != "" {
+		did = append(did, why)
+	}
+	return out, did
+}
+
+// pageURL is the "Page URL" a result names, or "".
+func pageURL(text string) string {
+	_, after, ok := strings.Cut(text, "\n- Page URL: ")
+	if !ok {
+		return ""
+	}
+	u, _, _ := strings.Cut(after, "\n")
+	return strings.TrimSpace(u)
 }
 
 // wrap marks the upstream's result as untrusted page data: its text under untrusted_page_data,

@@ -65,6 +65,8 @@ const pages = `
 /dialog: <h1>Dialogs</h1><button onclick="if (confirm('Really?')) fetch('/hit/confirmed')">Ask</button><p>after</p>
 /search: <h1>Search</h1><label>Search <input name=q></label>
 /hidden-filled: <h1>Account</h1><label>Password <input type=password id=pw autocomplete=current-password></label><script>document.getElementById('pw').value = '` + secret + `'; const d = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value'); Object.defineProperty(HTMLInputElement.prototype, 'value', {get() { return this.type === 'password' ? '' : d.get.call(this); }, set(v) { d.set.call(this, v); }, configurable: true});</script>
+/book: <h1>Trips</h1><form method=post action=/book-search><label>Destination <input name=dest></label><button>Search trips</button></form>
+/wallet: <h1>Wallet</h1><form method=post action=/book-search><label>Card number <input name=cardnumber autocomplete=cc-number></label><input type=hidden name=note value="4111 1111 1111 1111"><button>Pay now</button></form>
 /inner: <label>Password <input type=password id=pw></label><script>document.getElementById('pw').value = '` + secret + `'</script>
 `
 
@@ -91,6 +93,9 @@ func startSite(t *testing.T, scheme string) *site {
 			fmt.Fprint(w, "ok")
 		case r.URL.Path == "/framed":
 			fmt.Fprintf(w, "<html><body><h1>Framed</h1><iframe src=%q></iframe></body></html>", s.Frame+"/inner")
+		case strings.HasPrefix(r.URL.Path, "/vis/") && visPages[strings.TrimPrefix(r.URL.Path, "/vis/")] != "":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, "<!doctype html><html><head><title>vis</title></head><body>"+visPages[strings.TrimPrefix(r.URL.Path, "/vis/")]+"</body></html>")
 		case r.URL.Path == "/redirect":
 			http.Redirect(w, r, s.Offsite+"/landing", http.StatusFound)
 		case byPath[r.URL.Path] != "":
@@ -133,7 +138,7 @@ func startSite(t *testing.T, scheme string) *site {
 // policy allows the hostile site's read routes and nothing off it.
 func (s *site) policy(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "policy.yaml")
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", /favicon.ico]\n"+
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", \"/vis/{page}\", /book, /book-search, /wallet, /favicon.ico]\n"+
 		"  - origin: %s\n    read: [/inner, /favicon.ico]\nlimits:\n  max_redirect_hops: 5\n", s.URL, s.Frame)
 	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,431 @@
+package mcpguard
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/browser-agent/browser-agent/bridge"
+)
+
+// What the client is shown of the upstream's results: the snapshot's text only where rendering
+// proves a person sees it (bridge.VisibleText on the guard's own DevTools session), and of the
+// other sections only those that carry no text of the page's choosing beyond its address, title
+// and dialogs.
+
+// HiddenMark stands in a snapshot for text rendering did not prove visible.
+const HiddenMark = "(hidden text withheld)"
+
+// keptSections are the result sections passed on; the others (the code the upstream ran, which
+// names elements by their accessible names; its events, which carry the page's console; a
+// page's own tools) are dropped. The snapshot is passed filtered.
+var keptSections = map[string]bool{"Page": true, "Open tabs": true, "Modal state": true, "Error": true, "Result": true, "Snapshot": true}
+
+// proveVisible filters a result's text for the client: sections not kept are dropped, and each
+// snapshot's text not proven visible is replaced by HiddenMark (visible is nil when there is no
+// proof: every text of the snapshot is replaced). It returns what it did, for the client.
+func proveVisible(text string, visible *visibleText) (string, []string) {
+	var did []string
+	var b strings.Builder
+	dropped := 0
+	for _, sec := range splitSections(text) {
+		name := strings.TrimSpace(strings.TrimPrefix(strings.SplitN(sec, "\n", 2)[0], "### "))
+		if strings.HasPrefix(sec, "### ") && !keptSections[name] {
+			dropped++
+			continue
+		}
+		if name == "Error" {
+			var n int
+			sec, n = filterError(sec)
+			if n > 0 {
+				did = append(did, fmt.Sprintf("%d line(s) of the upstream's error withheld: they quote the page's markup", n))
+			}
+		}
+		if name == "Snapshot" {
+			var n int
+			sec, n = filterSnapshot(sec, visible)
+			if n > 0 {
+				did = append(did, fmt.Sprintf("%d snapshot text(s) withheld: rendering did not prove a person sees them", n))
+			}
+		}
+		b.WriteString(sec)
+	}
+	if dropped > 0 {
+		did = append(did, fmt.Sprintf("%d section(s) of the upstream's result dropped (its code, events or the page's tools)", dropped))
+	}
+	return b.String(), did
+}
+
+// filterError withholds the lines of an error section that quote the page's markup (Playwright
+// names the element in the way of a click by its HTML, text included): text no proof has seen.
+func filterError(sec string) (string, int) {
+	lines := strings.Split(sec, "\n")
+	n := 0
+	for i, l := range lines {
+		if i > 0 && strings.Contains(l, "<") {
+			lines[i], n = HiddenMark, n+1
+		}
+	}
+	return strings.Join(lines, "\n"), n
+}
+
+// splitSections cuts text before each line that starts a section ("### ").
+func splitSections(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); {
+		j := strings.IndexByte(text[i:], '\n')
+		next := len(text)
+		if j >= 0 {
+			next = i + j + 1
+		}
+		if i > start && strings.HasPrefix(text[i:], "### ") {
+			out = append(out, text[start:i])
+			start = i
+		}
+		i = next
+	}
+	return append(out, text[start:])
+}
+
+// visibleText is the page's text rendering proved visible, normalized for matching.
+type visibleText struct{ norm string }
+
+func newVisibleText(s string) *visibleText { return &visibleText{norm: " " + normSpace(s) + " "} }
+
+// shows says whether s, white space normalized, is part of the visible text.
+func (v *visibleText) shows(s string) bool {
+	s = normSpace(s)
+	return s == "" || (v != nil && strings.Contains(v.norm, s))
+}
+
+// normSpace drops the characters the snapshot drops (zero width space, soft hyphen) and turns
+// every run of white space into one space.
+func normSpace(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case r == 0x200B || r == 0xAD:
+		case unicode.IsSpace(r):
+			space = true
+		default:
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = false
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// filterSnapshot replaces, in a snapshot section, every name and text the visible text does not
+// show by HiddenMark; a line it cannot parse (inside a yaml block or not: a snapshot in another
+// form, the link to the upstream's snapshot file) is replaced whole. Roles, states and refs are
+// kept, so the refs of what is shown stay usable. It returns the section and how many texts it
+// withheld.
+func filterSnapshot(sec string, visible *visibleText) (string, int) {
+	lines := strings.Split(sec, "\n")
+	n := 0
+	for i, l := range lines {
+		if i == 0 || strings.HasPrefix(l, "```") {
+			continue // the section's heading, a block's fences
+		}
+		out, w := filterLine(l, visible)
+		lines[i] = out
+		n += w
+	}
+	return strings.Join(lines, "\n"), n
+}
+
+// snapNode is one parsed snapshot line: "- role "name" [attrs]: value", or "- /prop: value".
+type snapNode struct {
+	indent, role, attrs string
+	name, value         *string
+}
+
+// filterLine filters one snapshot line (see filterSnapshot).
+func filterLine(l string, visible *visibleText) (string, int) {
+	nd, ok := parseSnapLine(l)
+	if !ok {
+		if strings.TrimSpace(l) == "" {
+			return l, 0
+		}
+		return strings.Repeat(" ", len(l)-len(strings.TrimLeft(l, " "))) + "- text: " + HiddenMark, 1
+	}
+	if strings.HasPrefix(nd.role, "/") {
+		// A property: a link's address is the page's, as the agent's own reads give it; any
+		// other (a placeholder) is text.
+		if nd.role == "/url" || nd.value == nil || visible.shows(*nd.value) {
+			return l, 0
+		}
+		return nd.indent + "- " + nd.role + ": " + HiddenMark, 1
+	}
+	w := 0
+	if nd.name != nil && !visible.shows(*nd.name) {
+		nd.name, w = &hiddenMark, w+1
+	}
+	if nd.value != nil && !visible.shows(*nd.value) {
+		nd.value, w = &hiddenMark, w+1
+	}
+	if w == 0 {
+		return l, 0
+	}
+	key := nd.role
+	if nd.name != nil {
+		key += ` "` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(*nd.name) + `"`
+	}
+	key += nd.attrs
+	out := nd.indent + "- " + key
+	if nd.value != nil {
+		out += ": " + *nd.value
+	} else if strings.HasSuffix(strings.TrimRight(l, " "), ":") {
+		out += ":"
+	}
+	return out, w
+}
+
+var hiddenMark = HiddenMark
+
+// parseSnapLine parses one line of Playwright MCP's aria snapshot (its yaml: a key quoted in
+// single quotes when it must be, a value in double quotes when it must be).
+func parseSnapLine(l string) (snapNode, bool) {
+	var nd snapNode
+	rest := strings.TrimLeft(l, " ")
+	nd.indent = l[:len(l)-len(rest)]
+	var ok bool
+	if rest, ok = strings.CutPrefix(rest, "- "); !ok {
+		return nd, false
+	}
+	var key string
+	if strings.HasPrefix(rest, "'") {
+		// A single-quoted key: '' is a quote.
+		var b strings.Builder
+		i := 1
+		for ; i < len(rest); i++ {
+			if rest[i] == '\'' {
+				if i+1 < len(rest) && rest[i+1] == '\'' {
+					b.WriteByte('\'')
+					i++
+					continue
+				}
+				break
+			}
+			b.WriteByte(rest[i])
+		}
+		if i >= len(rest) {
+			return nd, false
+		}
+		key, rest = b.String(), rest[i+1:]
+		if !parseKey(&nd, key, true) {
+			return nd, false
+		}
+	} else {
+		var ok bool
+		if rest, ok = parseKeyPrefix(&nd, rest); !ok {
+			return nd, false
+		}
+	}
+	switch {
+	case rest == "" || rest == ":":
+		return nd, true
+	case strings.HasPrefix(rest, ": "):
+		v, ok := yamlValue(rest[2:])
+		if !ok {
+			return nd, false
+		}
+		nd.value = &v
+		return nd, true
+	}
+	return nd, false
+}
+
+// parseKey parses a whole key (role, name, attributes) and nothing after it.
+func parseKey(nd *snapNode, key string, whole bool) bool {
+	rest, ok := parseKeyPrefix(nd, key)
+	return ok && (!whole || rest == "")
+}
+
+// parseKeyPrefix parses the key at the start of s: a role (or a /property), an optional name in
+// double quotes with backslash escapes, and attributes ([ref=e2], [level=1], [cursor=pointer]).
+// It returns what follows.
+func parseKeyPrefix(nd *snapNode, s string) (string, bool) {
+	i := 0
+	if strings.HasPrefix(s, "/") {
+		i = 1
+	}
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+		i++
+	}
+	if i == 0 || (i == 1 && s[0] == '/') {
+		return s, false
+	}
+	nd.role, s = s[:i], s[i:]
+	if strings.HasPrefix(nd.role, "/") {
+		return s, true
+	}
+	if strings.HasPrefix(s, ` "`) {
+		var b strings.Builder
+		j := 2
+		for ; j < len(s); j++ {
+			if s[j] == '\\' && j+1 < len(s) {
+				j++
+				b.WriteByte(s[j])
+				continue
+			}
+			if s[j] == '"' {
+				break
+			}
+			b.WriteByte(s[j])
+		}
+		if j >= len(s) {
+			return s, false
+		}
+		name := b.String()
+		nd.name, s = &name, s[j+1:]
+	}
+	a := 0
+	for strings.HasPrefix(s[a:], " [") {
+		k := strings.IndexByte(s[a:], ']')
+		if k < 0 {
+			return s, false
+		}
+		attr := s[a+2 : a+k]
+		if strings.ContainsAny(attr, " [\"'") || attr == "" {
+			return s, false
+		}
+		a += k + 1
+	}
+	nd.attrs = s[:a]
+	return s[a:], true
+}
+
+// yamlValue decodes a snapshot value: plain, or double-quoted with escapes.
+func yamlValue(s string) (string, bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return s, true
+	}
+	if len(s) < 2 || !strings.HasSuffix(s, `"`) {
+		return "", false
+	}
+	var b strings.Builder
+	body := s[1 : len(s)-1]
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		if i+1 >= len(body) {
+			return "", false
+		}
+		i++
+		switch body[i] {
+		case 'n', 'r', 't', 'b', 'f':
+			b.WriteByte(' ')
+		case 'x':
+			if i+2 >= len(body) {
+				return "", false
+			}
+			n, err := strconv.ParseUint(body[i+1:i+3], 16, 8)
+			if err != nil {
+				return "", false
+			}
+			b.WriteRune(rune(n))
+			i += 2
+		default:
+			b.WriteByte(body[i])
+		}
+	}
+	return b.String(), true
+}
+
+// proofTime bounds the pixel phase of one snapshot's proof: what it has not decided by then is
+// withheld.
+const proofTime = 10 * time.Second
+
+// visibleText proves by rendering which text of the page at pageURL a person sees, in the guard's
+// own browser: the one tab showing pageURL (none, or more than one, is an error: the caller
+// withholds), with its out-of-process frames.
+func (b *browser) visibleText(ctx context.Context, pageURL string) (*visibleText, error) {
+	var r struct {
+		TargetInfos []struct {
+			ID   string `json:"targetId"`
+			Type string `json:"type"`
+			URL  string `json:"url"`
+		} `json:"targetInfos"`
+	}
+	if err := b.cdp.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
+		return nil, err
+	}
+	var page string
+	var frames []string
+	for _, ti := range r.TargetInfos {
+		switch {
+		case ti.Type == "page" && ti.URL == pageURL:
+			if page != "" {
+				return nil, fmt.Errorf("more than one tab shows %s", pageURL)
+			}
+			page = ti.ID
+		case ti.Type == "iframe":
+			frames = append(frames, ti.ID)
+		}
+	}
+	if page == "" {
+		return nil, fmt.Errorf("no tab shows %s", pageURL)
+	}
+	var sessions []bridge.CDPSession
+	for i, id := range append([]string{page}, frames...) {
+		var att struct {
+			Session string `json:"sessionId"`
+		}
+		if err := b.cdp.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": id, "flatten": true}, &att); err != nil {
+			if i == 0 {
+				for _, s := range sessions {
+					s.Detach()
+				}
+				return nil, err
+			}
+			continue // a frame closed since it was listed
+		}
+		sessions = append(sessions, &cdpSession{c: b.cdp, id: att.Session})
+	}
+	v, err := bridge.VisibleText(ctx, sessions, bridge.WithPixelTime(proofTime))
+	if err != nil {
+		return nil, err
+	}
+	return newVisibleText(v.Text), nil
+}
+
+// cdpSession is one of the guard's flattened DevTools sessions as bridge.CDPSession.
+type cdpSession struct {
+	c  *cdpConn
+	id string
+}
+
+// cdpCallTime bounds one command on a cdpSession (bridge.CDPSession's Send takes no context).
+const cdpCallTime = 30 * time.Second
+
+func (s *cdpSession) Send(method string, params map[string]any) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cdpCallTime)
+	defer cancel()
+	var p any
+	if params != nil {
+		p = params
+	}
+	var out any
+	err := s.c.call(ctx, s.id, method, p, &out)
+	return out, err
+}
+
+func (s *cdpSession) Detach() error {
+	ctx, cancel := context.WithTimeout(context.Background(), cdpCallTime)
+	defer cancel()
+	return s.c.call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": s.id}, nil)
+}
+
+var _ bridge.CDPSession = (*cdpSession)(nil)

@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/browser-agent/browser-agent/policy"
+)
+
+// TestHold: with WithHold a POST to a URL the policy reads is held, shown whole to the hold
+// function (its digest bound to method, URL and body) and sent, exactly as shown, once, only when
+// approved; refused, nothing reaches the site. Writes the policy refuses for more than being a
+// write stay refused without a hold. Over http and inside an intercepted https tunnel. The
+// positive control: without the hold the same POST is refused as a write.
+func TestHold(t *testing.T) {
+	up := newSignInUpstream(t, false)
+	tlsUp := newSignInUpstream(t, true)
+	site := "read: [/, /search, \"/records/{id}\"]"
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    %s\n  - origin: %s\n    %s\n", up.URL, site, tlsUp.URL, site)
+	pol, err := policy.Parse([]byte(src), "hold.yaml")
+	if err != nil {
+		t.Fatalf("%s\n%v", src, err)
+	}
+	var mu sync.Mutex
+	var held []Held
+	approve := map[string]bool{} // digests a person approved
+	hold := func(ctx context.Context, h *Held) string {
+		mu.Lock()
+		defer mu.Unlock()
+		held = append(held, *h)
+		if approve[h.Digest] {
+			delete(approve, h.Digest) // an approval releases one request
+			return ""
+		}
+		return ReasonHeldRefused
+	}
+	rec := &recorder{}
+	p := startProxy(t, pol, append(rec.options(), WithUpstreamRoots(tlsUp.Certificate()), WithHold(hold))...)
+	plain := startProxy(t, pol, WithUpstreamRoots(tlsUp.Certificate()))
+	for _, tc := range []struct {
+		name       string
+		c, control *http.Client
+		up         *signInUpstream
+	}{
+		{"http", authClient(p), authClient(plain), up},
+		{"https", &http.Client{Transport: mitmTransport(p)}, &http.Client{Transport: mitmTransport(plain)}, tlsUp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			do := func(c *http.Client, method, path, body string) (int, string) {
+				t.Helper()
+				req, _ := http.NewRequest(method, tc.up.URL+path, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatalf("%s %s: %v", method, path, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode, resp.Header.Get(HeaderError)
+			}
+			const form = "q=tea&from=2026-12-24"
+			// Positive control: without the hold, the POST is refused as a write.
+			if st, why := do(tc.control, "POST", "/search", form); st != 403 || why != policy.ReasonWriteMethod {
+				t.Errorf("POST without the hold: %d %q, want 403 %q", st, why, policy.ReasonWriteMethod)
+			}
+			// Unapproved: held, shown whole, refused; nothing reaches the site.
+			if st, why := do(tc.c, "POST", "/search", form); st != 403 || why != ReasonHeldRefused {
+				t.Errorf("unapproved POST: %d %q, want 403 %q", st, why, ReasonHeldRefused)
+			}
+			if n := tc.up.count(); n != 0 {
+				t.Fatalf("%d writes reached the site unapproved, want 0", n)
+			}
+			mu.Lock()
+			h := held[len(held)-1]
+			want := Digest("POST", tc.up.URL+"/search", []byte(form))
+			if h.Method != "POST" || h.URL != tc.up.URL+"/search" || string(h.Body) != form || h.Digest != want {
+				t.Errorf("held %s %s %q %s, want POST %s/search %q %s", h.Method, h.URL, h.Body, h.Digest, tc.up.URL, form, want)
+			}
+			// A person approves that digest: exactly one request, exactly those bytes.
+			approve[want] = true
+			mu.Unlock()
+			if st, why := do(tc.c, "POST", "/search", form); st != 200 || why != "" {
+				t.Errorf("approved POST: %d %q, want 200", st, why)
+			}
+			// The approval was used: the same request again is held and refused; so is one whose
+			// body differs from what was approved.
+			mu.Lock()
+			approve[want] = true
+			mu.Unlock()
+			if st, why := do(tc.c, "POST", "/search", form+"&to=2027-01-02"); st != 403 || why != ReasonHeldRefused {
+				t.Errorf("POST with another body: %d %q, want 403 %q", st, why, ReasonHeldRefused)
+			}
+			mu.Lock()
+			delete(approve, want)
+			mu.Unlock()
+			if st, why := do(tc.c, "POST", "/search", form); st != 403 || why != ReasonHeldRefused {
+				t.Errorf("POST again after its approval was used: %d %q, want 403 %q", st, why, ReasonHeldRefused)
+			}
+			if n := tc.up.count(); n != 1 || tc.up.writes[0] != "POST /search "+form {
+				t.Errorf("site writes %q, want exactly the approved POST", tc.up.writes)
+			}
+			// Writes refused for more than being a write are never held.
+			mu.Lock()
+			before := len(held)
+			mu.Unlock()
+			for _, w := range []struct{ method, path, reason string }{
+				{"POST", "/other", policy.ReasonNoRule},
+				{"POST", "/checkout", policy.ReasonWriteWord},
+				{"POST", "/search?next=delete", policy.ReasonWriteWord},
+				{"PUT", "/search", policy.ReasonWriteMethod},
+				{"DELETE", "/records/1", policy.ReasonWriteMethod},
+			} {
+				if st, why := do(tc.c, w.method, w.path, form); st != 403 || why != w.reason {
+					t.Errorf("%s %s: %d %q, want 403 %q", w.method, w.path, st, why, w.reason)
+				}
+			}
+			mu.Lock()
+			if len(held) != before {
+				t.Errorf("%d refused writes were held, want 0", len(held)-before)
+			}
+			mu.Unlock()
+		})
+	}
+}
