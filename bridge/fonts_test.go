@@ -238,3 +238,46 @@ func TestReaderLyingFonts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReaderFonts is the font check's cost per page: the same prose (honestProse, six
+// paragraphs) opened and read in the system's font, in one honest web font and in three (each
+// paragraph set in each), each Open a new document (the check's verdicts are kept per document).
+func BenchmarkReaderFonts(b *testing.B) {
+	s := newSession(b)
+	for _, c := range []struct {
+		name  string
+		fonts []int // indexes into honestFonts
+	}{{"system font", nil}, {"1 web font", []int{0}}, {"3 web fonts", []int{0, 2, 4}}} {
+		var css, body strings.Builder
+		fams := []string{"sans-serif"}
+		if len(c.fonts) > 0 {
+			fams = nil
+		}
+		for _, i := range c.fonts {
+			data, err := os.ReadFile(honestFonts[i].path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fam := fmt.Sprintf("B%d", i)
+			css.WriteString(fontFace(fam, data, true))
+			fams = append(fams, "'"+fam+"',sans-serif")
+		}
+		for _, fam := range fams {
+			for _, p := range honestProse {
+				fmt.Fprintf(&body, "<p style=\"font-family:%s\">%s</p>\n", fam, htmlEscape(p))
+			}
+		}
+		url := visURL("<style>"+css.String()+"</style>"+body.String(), "")
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				p, err := s.Open(ctxT(b), url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if p.Account.Withheld[readerjs.WhyFont] != 0 {
+					b.Fatalf("honest prose withheld for the font: %+v", p.Account)
+				}
+			}
+		})
+	}
+}
