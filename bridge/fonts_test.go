@@ -281,3 +281,28 @@ func BenchmarkReaderFonts(b *testing.B) {
 		})
 	}
 }
+
+// TestReaderIconFont: Font Awesome (Debian's fonts-font-awesome) draws icons at private-use code
+// points no system font draws: the icon's run is withheld for the font (an icon is not the text
+// it encodes), and the page's other text, in the same paragraph and around it, is read.
+func TestReaderIconFont(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("/usr/share/fonts/truetype/font-awesome/fontawesome-webfont.ttf")
+	if err != nil {
+		t.Fatalf("%v (scripts/setup installs fonts-font-awesome)", err)
+	}
+	s := newSession(t)
+	page := "<style>" + fontFace("FA", b, true) + "</style><p>Home <span style=\"font-family:FA\">\uf015</span> page of the record.</p><p>Plain text after.</p>"
+	p, err := s.Open(ctxT(t), visURL(page, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Home", "page of the record.", "Plain text after."} {
+		if !strings.Contains(p.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, p.Text)
+		}
+	}
+	if strings.ContainsRune(p.Text, '\uf015') || p.Account.Withheld[readerjs.WhyFont] != 1 {
+		t.Errorf("icon: in the text %v, withheld for the font %d, want 1 (%+v)", strings.ContainsRune(p.Text, '\uf015'), p.Account.Withheld[readerjs.WhyFont], p.Account)
+	}
+}

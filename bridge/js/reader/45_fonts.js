@@ -2,23 +2,28 @@
 // characters they are (issue 40: a lying font shows a person one text while the DOM holds another).
   // The pixel proof says that a run draws something; a web font decides what. For a run whose
   // font-family names a face of document.fonts (a web font: @font-face or FontFace), each
-  // distinct character is drawn alone, in the run's own font (style, weight, stretch, caps, size;
-  // the whole family list, so the browser picks the face per character as it does on the page),
-  // on a canvas of this isolated world (never in the page's DOM), and recognised: its glyph is
-  // compared with the glyphs the system's generic fonts (sans-serif, serif, monospace, never a
-  // web font) draw for a reference alphabet (ASCII letters, digits, punctuation) and for every
-  // character the font's runs hold. The character passes when its own reference is among the
-  // best matches (within FONT_MARGIN of the best): a font drawing 'b' for 'a', '8' for '5', the
-  // same shape for every letter, nothing for a letter, or an icon for a code point fails, and
-  // only the runs holding a character that fails are withheld (WHY_FONT). A glyph is compared
-  // low-resolution: its ink box's place against the baseline, in em, and its ink resampled to
-  // FONT_GRID x FONT_GRID and normalised (a correlation), so that honest typefaces match their
-  // own letters across styles. Verdicts are kept per font, size and set of faces (a face
-  // replaced under the same family name is judged again) in this world, for the document's
-  // life. What it cannot check is withheld too: a face not loaded yet, or OpenType features the
-  // page turns on that could swap glyphs (font-feature-settings beyond FONT_FEATURES_SAFE).
-  // Not checked: contextual substitutions a font applies by default (calt, rlig) beyond single
-  // characters; system fonts are trusted.
+  // distinct character is drawn alone, in the run's own font (style, weight, stretch, caps; the
+  // whole family list, so the browser picks the face per character as it does on the page), at
+  // FONT_PX on a canvas of this isolated world (never in the page's DOM), and recognised: its
+  // glyph is compared with the glyphs system fonts draw (the generic families and DejaVu's,
+  // FONT_REFS, never a family a web font of the page claims) for a reference alphabet (ASCII
+  // letters, digits, punctuation) and for every character the font's runs hold. A glyph is
+  // compared low-resolution: its ink box's place against the baseline, in em, and its ink
+  // resampled to FONT_GRID x FONT_GRID and normalised (a correlation). A character fails when its
+  // glyph matches another character's references closely (under FONT_SURE) and its own worse by
+  // more than FONT_MARGIN (thin strokes and round shapes, FONT_CLASSES, are not told apart); when
+  // the font draws nothing where a system font draws something; or when it is a private-use code
+  // point the font draws, or no system font draws it at all (an icon font's glyph: an icon is
+  // not the text it encodes, whatever system font may hold the same icon).
+  // Only the runs holding a character that fails are withheld (WHY_FONT): an icon does not
+  // withhold the page's other text. Verdicts are kept per font and set of faces (a face replaced
+  // under the same family name is judged again) in this world, for the document's life. What it
+  // cannot check is withheld too: a face not loaded, OpenType features the page turns on beyond
+  // FONT_FEATURES_SAFE (a stylistic set could swap glyphs), font variations.
+  // Not checked: substitutions a font applies in context by default (calt, rlig, ligatures such
+  // as Material Icons' words), glyphs a font draws differently at other sizes (hinting, bitmap
+  // strikes): the check draws at FONT_PX; scripts whose letters the references draw but the
+  // comparison cannot tell apart are judged by the same rule. System fonts are trusted.
   const FONT_MARGIN = 0.12, FONT_SURE = 0.18, FONT_GRID = 10, FONT_POS = 1.5, FONT_PX = 48;
   const FONT_CLASSES = ['!|/\\()[]{}iIjlJ1.,:;\'`"', 'oO0'];
   const sameClass = (a, b) => FONT_CLASSES.some((k) => k.includes(a) && k.includes(b));
@@ -178,7 +183,8 @@
     if (f.transform === 'lowercase') own.push(c.toLowerCase());
     let ok;
     const drawn = own.some((o) => refsOf(f, o).some((r) => r));
-    if (!gl) ok = !drawn; // the font draws nothing where a system font draws something: a lie
+    if (/\p{Co}/u.test(c)) ok = !gl; // a private-use code point a web font draws: an icon, not text
+    else if (!gl) ok = !drawn; // the font draws nothing where a system font draws something: a lie
     else if (!drawn) ok = false; // no system font draws it (an icon in the private use area): not text
     else {
       let mine = Infinity;
