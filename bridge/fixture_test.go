@@ -205,6 +205,16 @@ func (f *fixture) handler(n *counter, other bool) http.Handler {
 		w.Header().Set("Content-Type", ct)
 		w.Write(b.Bytes())
 	})
+	// /static/fonts/{key}: a font registered by key (fontFiles, fonts_test.go).
+	mux.HandleFunc("/static/fonts/{key}", func(w http.ResponseWriter, r *http.Request) {
+		b, ok := fontFiles.Load(r.PathValue("key"))
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "font/ttf")
+		w.Write(b.([]byte))
+	})
 	// /hop/{key}/{n}: n more hops to /hop/{key}/0, the final page.
 	mux.HandleFunc("/hop/{key}/{n}", func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.PathValue("n"))

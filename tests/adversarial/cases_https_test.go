@@ -42,6 +42,9 @@ func httpsCases() []*tcase {
 			out = append(out, overHTTPS(c))
 		}
 	}
+	for _, c := range append(fontCases(), scrollerCases()...) {
+		out = append(out, overHTTPS(c))
+	}
 	return append(out, tlsCases()...)
 }
 

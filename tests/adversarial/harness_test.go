@@ -889,7 +889,7 @@ func summary(t *testing.T, title string, mu *sync.Mutex, outs map[string]outcome
 // allCases is the built-in table plus the external cases.
 func allCases(t *testing.T) []*tcase {
 	var cs []*tcase
-	for _, fam := range [][]*tcase{urlCases(), requestCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), lateCases(), visibilityCases(), unicodeCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
+	for _, fam := range [][]*tcase{urlCases(), requestCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), lateCases(), visibilityCases(), unicodeCases(), fontCases(), scrollerCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
 		cs = append(cs, fam...)
 	}
 	ext, err := loadExternal(os.Getenv("ADVERSARIAL_CASES_DIR"))

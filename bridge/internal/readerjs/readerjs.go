@@ -60,6 +60,10 @@ const (
 	WhyLater       = "left for the next read"     // not withheld: a later read of the page decides it
 )
 
+// WhyFont withholds a run proven drawn whose web font does not draw its characters as themselves
+// (js/reader/45_fonts.js: a lying font shows a person other text than the DOM holds).
+const WhyFont = "drawn in a web font that draws other characters"
+
 // DebugListCap bounds the withheld nodes one frame lists in debug mode.
 const DebugListCap = 2000
 
@@ -82,6 +86,7 @@ var Consts = []Const{
 	{"WHY_NOT_RENDERED", WhyNotRendered}, {"WHY_FIELD", WhyField}, {"WHY_HIDDEN", WhyHidden},
 	{"WHY_UNPROVEN", WhyUnproven}, {"WHY_NOT_SHOWN", WhyNotShown}, {"WHY_MOVED", WhyMoved},
 	{"WHY_FRAME", WhyFrame}, {"WHY_CHANGED", WhyChanged}, {"WHY_CAP", WhyCap}, {"WHY_LATER", WhyLater},
+	{"WHY_FONT", WhyFont},
 	{"DEBUG_LIST_CAP", DebugListCap},
 }
 

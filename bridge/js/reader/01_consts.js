@@ -28,4 +28,5 @@
   const WHY_CHANGED = 'changed during the read';
   const WHY_CAP = 'past the text cap';
   const WHY_LATER = 'left for the next read';
+  const WHY_FONT = 'drawn in a web font that draws other characters';
   const DEBUG_LIST_CAP = 2000;

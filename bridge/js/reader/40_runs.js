@@ -295,16 +295,18 @@
       if (fixed && !boxes.length) beyond = true;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
     }
-    if (!opts.verdicts) return paintVisible(s, p) || no(t, WHY_HIDDEN, 'paint: no contrast (pixels off)');
+    if (!opts.verdicts) return (paintVisible(s, p) || no(t, WHY_HIDDEN, 'paint: no contrast (pixels off)')) && fontDraws(t, p, s);
     // With verdicts, a run the pixels did not prove visible is not read; withheld ones (and any
     // run of a frame the pixels did not lay out) are counted, with the bridge's reason.
     const vd = opts.verdicts[i];
-    if (vd === RUN_VISIBLE || vd === RUN_SERVED) return true;
+    if (vd === RUN_VISIBLE || vd === RUN_SERVED) return fontDraws(t, p, s);
     if (vd === RUN_LATER) return no(t, WHY_LATER, 'left for the next read');
     if (vd === RUN_HIDDEN) return no(t, WHY_HIDDEN, 'pixels: drawing it changes nothing a person sees');
     withheld++;
     return no(t, (opts.why && opts.why[i]) || WHY_UNPROVEN, 'pixels: not decided');
   };
+  // fontDraws: a run proven drawn is read only when its font draws its characters (45_fonts.js).
+  const fontDraws = (t, p, s) => { const w = fontWhy(t, p, s); return !w || no(t, WHY_FONT, w); };
   // paintVisible is the fallback for runs the pixels did not decide. It errs towards hidden: text
   // on a background it cannot know (an image or a gradient) is not read.
   const paintVisible = (s, p) => {
