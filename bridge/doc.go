@@ -10,7 +10,9 @@
 // cannot be proven is withheld, never judged by style checks, and Page.Withheld counts it. Every
 // text node of the page is handed out or counted withheld with its reason (Page.Account, the
 // conservation law of ARCHITECTURE.md); the proof checks after each group of shots that the runs
-// are still where it measured them (a shot beyond the viewport may lay the page out again). A
+// are still where it measured them (a shot beyond the viewport may lay the page out again). The
+// text handed out is the text the shots proved: a run whose text changed after its proof is
+// withheld, and a change during the shots voids only the runs it may have drawn over. A
 // pixel phase out of time leaves what it did not reach to the next Read, Links or Fields of the
 // same page, which goes on from there (visState): a long page's text grows as it is proven.
 //

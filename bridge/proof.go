@@ -58,7 +58,7 @@ func VisibleText(ctx context.Context, sessions []CDPSession, opts ...Option) (Vi
 		return Visible{}, err
 	}
 	reads := map[string]*rawRead{}
-	if _, err := pr.readFrames(ctx, v, verdicts, whys, reads, false); err != nil {
+	if _, err := pr.readFrames(ctx, v, nil, verdicts, whys, reads, false); err != nil {
 		return Visible{}, err
 	}
 	out := Visible{Decided: job.decided}

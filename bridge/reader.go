@@ -693,6 +693,9 @@ type rawRead struct {
 	Still    string          `json:"still"`    // the frame's scroll positions (paint and layout modes)
 	Exact    *bool           `json:"exact"`    // paint "runs": nothing but the runs' paint changed
 	Tampered bool            `json:"tampered"` // paint "restore" and "on": the page changed itself since the first paint change
+	Changed  *changedArea    `json:"changed"`  // where those changes may have drawn (with Tampered)
+	Voided   []int           `json:"voided"`   // mode read: runs proven visible whose text changed since (withheld)
+	ByNode   bool            `json:"byNode"`   // mode read: verdicts taken by node from the frame's last layout
 	Account  *frameAccount   `json:"account"`  // mode read: what became of every text node of the frame
 	Layout   json.RawMessage `json:"-"`
 }
@@ -808,7 +811,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		pr.cfg.logf("bridge: visibility by rendering: %d frames, %d passes, %d shots, %s, %d runs decided, %d pending, %s%s",
 			len(job.frames), job.passes, job.shots, proof, job.decided, job.undecided(), time.Since(start).Round(time.Millisecond), stopNote(err, final))
 	}
-	why, err = pr.readFrames(ctx, v, verdicts, whys, reads, true)
+	why, err = pr.readFrames(ctx, v, vis, verdicts, whys, reads, true)
 	if err != nil {
 		return nil, "", err
 	}
@@ -886,7 +889,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 // readFrames reads the main frame and the child frames it shows, with the pixel phase's verdicts
 // (nil: pixels off), into reads. Unless creds is false (VisibleText: its caller checks fields
 // itself) it stops at the first frame that shows a credential field and returns why.
-func (pr *pageReader) readFrames(ctx context.Context, v *pageView, verdicts map[string][]int, whys map[string]map[int]string, reads map[string]*rawRead, creds bool) (why string, err error) {
+func (pr *pageReader) readFrames(ctx context.Context, v *pageView, vis *visState, verdicts map[string][]int, whys map[string]map[int]string, reads map[string]*rawRead, creds bool) (why string, err error) {
 	var read func(frame string, depth int) error
 	read = func(frame string, depth int) error {
 		if v.owner[frame] == nil || depth > 8 || why != "" {
@@ -906,8 +909,22 @@ func (pr *pageReader) readFrames(ctx context.Context, v *pageView, verdicts map[
 		if err != nil {
 			return err
 		}
-		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) {
-			// Not the frame the shots judged: withhold all of its text.
+		if len(rr.Voided) > 0 && vis != nil && vis.runs[frame] != nil {
+			// Proven visible, then changed: withheld by this read and by every later one (the
+			// text the shots proved is no longer the page's).
+			if vis.why[frame] == nil {
+				vis.why[frame] = map[int]string{}
+			}
+			for _, i := range rr.Voided {
+				if i >= 0 && i < len(vis.runs[frame]) {
+					vis.runs[frame][i], vis.why[frame][i] = stWithheld, readerjs.WhyChanged
+				}
+			}
+			pr.cfg.logf("bridge: %d runs proven visible changed their text after the proof: withheld", len(rr.Voided))
+		}
+		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) && !rr.ByNode {
+			// Not the frame the shots judged (and no layout of it to take the verdicts from, by
+			// node): withhold all of its text.
 			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}, "forceWhy": readerjs.WhyChanged, "debug": pr.cfg.withheldList}); err != nil {
 				return err
 			}

@@ -158,6 +158,9 @@ type layoutRead struct {
 	View     [4]float64        `json:"view"` // scroll x, y, viewport width, height
 	// Slow says why the frame needs the four-frame proof ("": two frames prove it).
 	Slow string `json:"slow"`
+	// Differs: the frame's runs are not the nodes its first layout in this read counted (the
+	// page put in, took out or replaced text since): its boxes are not taken.
+	Differs bool `json:"differs"`
 	// Still is the frame's scroll positions when laid out: the two-frame proof holds only while
 	// they stay.
 	Still string `json:"still"`
@@ -207,7 +210,73 @@ type pixelJob struct {
 	// the proof's own changes): nothing of that group's shots, nor of any later group of this
 	// job, is counted (the page answers the proof; its runs are not read).
 	tampered bool
+	// changes is where the page's changes during the group may have drawn, in main page
+	// coordinates (all: anywhere in the group's bands); changed holds the runs they voided in
+	// this pass: left pending, never decided from those shots (a change voids only what it
+	// touches).
+	changes  []changedArea
+	changed  map[runKey]bool
+	voidedBy int // runs voided by the page's changes in this job
 	moves    int // groups whose runs moved under the shots (moved)
+}
+
+// changedArea is where a change the page made during a group of shots may have drawn: rects in
+// the frame's coordinates (25_changes.js), or anywhere (All).
+type changedArea struct {
+	All   bool         `json:"all"`
+	Rects [][4]float64 `json:"rects"`
+}
+
+// voidChanged marks, after a group whose shots the page changed, the runs those changes may
+// have drawn over: each run with a box in the group's bands that meets a changed place (every
+// such run when a change can be anywhere). They stay pending; the rest of the group counts.
+func (j *pixelJob) voidChanged(bands []band, all []runBox, counts map[runKey]*tally) {
+	if j.changed == nil {
+		j.changed = map[runKey]bool{}
+	}
+	anywhere := false
+	var rects [][4]float64
+	for _, c := range j.changes {
+		anywhere = anywhere || c.All
+		rects = append(rects, c.Rects...)
+	}
+	n := 0
+	for _, rb := range all {
+		k := runKey{rb.f, rb.run}
+		if j.changed[k] || !rb.f.pending[rb.run] || !inBands(rb.box, bands) {
+			continue
+		}
+		hit := anywhere
+		for _, r := range rects {
+			if hit {
+				break
+			}
+			hit = overlaps(rb.box, r)
+		}
+		if hit {
+			j.changed[k] = true
+			delete(counts, k)
+			n++
+		}
+	}
+	j.voidedBy += n
+	j.r.cfg.logf("bridge: visibility by rendering: the page changed itself while it was shot (anywhere: %v, %d places): %d runs not counted", anywhere, len(rects), n)
+	j.tampered, j.changes = false, nil
+}
+
+// inBands says whether box meets one of bands.
+func inBands(box [4]float64, bands []band) bool {
+	for _, b := range bands {
+		if overlaps(box, [4]float64{b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0}) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlaps says whether two boxes (x, y, w, h) meet.
+func overlaps(a, b [4]float64) bool {
+	return a[0] < b[0]+b[2] && b[0] < a[0]+a[2] && a[1] < b[1]+b[3] && b[1] < a[1]+a[3]
 }
 
 // twoFrames says whether the groups shot now are proven with two frames: the page's clocks
@@ -329,7 +398,8 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		return nil
 	}
 	isChild := frame != j.v.mainID
-	lay, err := j.r.evalFrame(ctx, j.v, frame, readerjs.ModeLayout, map[string]any{"child": isChild})
+	// The first layout of a frame in this read begins its change watch (25_changes.js).
+	lay, err := j.r.evalFrame(ctx, j.v, frame, readerjs.ModeLayout, map[string]any{"child": isChild, "watch": j.frames[frame] == nil})
 	if err != nil {
 		return err
 	}
@@ -362,8 +432,8 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		}
 		j.frames[frame] = f
 		j.order = append(j.order, frame)
-	} else if len(l.Runs) != len(f.verdicts) {
-		return fmt.Errorf("frame %s changed between layouts (%d runs, then %d)", frame, len(f.verdicts), len(l.Runs))
+	} else if len(l.Runs) != len(f.verdicts) || l.Differs {
+		return fmt.Errorf("frame %s changed between layouts (%d runs, then %d, other nodes: %v)", frame, len(f.verdicts), len(l.Runs), l.Differs)
 	}
 	f.off = off
 	f.still = l.Still
@@ -436,7 +506,7 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 		if late := j.r.cfg.lateRemote; late != "" && !j.slow && j.v.owner[id] != j.v.owner[j.v.mainID] && (late == "all" || late == mode) {
 			continue // a test's stand-in for a paint that reaches the surface after the shots
 		}
-		rr, err := j.r.evalFrame(ctx, j.v, id, readerjs.ModePaint, map[string]any{"paint": mode})
+		rr, err := j.r.evalFrame(ctx, j.v, id, readerjs.ModePaint, map[string]any{"paint": mode, "child": id != j.v.mainID})
 		if err != nil && first == nil {
 			first = err
 		}
@@ -448,6 +518,15 @@ func (j *pixelJob) paint(ctx context.Context, mode string) error {
 		}
 		if err == nil && rr.Tampered && !j.r.cfg.skipTamper {
 			j.tampered = true
+			c := changedArea{All: true}
+			if rr.Changed != nil {
+				c = changedArea{All: rr.Changed.All}
+				off := j.frames[id].off
+				for _, r := range rr.Changed.Rects {
+					c.Rects = append(c.Rects, [4]float64{r[0] + off[0], r[1] + off[1], r[2], r[3]})
+				}
+			}
+			j.changes = append(j.changes, c)
 		}
 		remote = remote || j.v.owner[id] != j.v.owner[j.v.mainID]
 	}
@@ -499,6 +578,7 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		return nil
 	}
 	j.passes++
+	j.changed = nil // a run a change voided in an earlier pass is shot again in this one
 	var judge []runBox
 	for _, rb := range all {
 		// An out-of-process frame is drawn only inside the viewport: its runs elsewhere wait
@@ -550,7 +630,7 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		var decide []runKey
 		seen := map[runKey]bool{}
 		for _, rb := range judge {
-			if k := (runKey{rb.f, rb.run}); rb.f.pending[rb.run] && last[k] < g1 && !seen[k] {
+			if k := (runKey{rb.f, rb.run}); rb.f.pending[rb.run] && last[k] < g1 && !seen[k] && !j.changed[k] {
 				seen[k] = true
 				decide = append(decide, k)
 			}
@@ -575,6 +655,10 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		for _, rb := range judge {
 			k := runKey{rb.f, rb.run}
 			if !rb.f.pending[rb.run] || last[k] >= g1 {
+				continue
+			}
+			if j.changed[k] {
+				rb.f.unsure[rb.run] = readerjs.WhyChanged // pending: shot again, or withheld
 				continue
 			}
 			rb.f.pending[rb.run] = false
@@ -628,8 +712,8 @@ func (j *pixelJob) moved(ctx context.Context, keys []runKey) ([]runKey, error) {
 		if err := json.Unmarshal(lay.Layout, &l); err != nil {
 			return nil, fmt.Errorf("layout: %w", err)
 		}
-		if len(l.Runs) != len(f.verdicts) {
-			j.r.cfg.logf("bridge: frame %s has %d runs, %d when laid out: not compared after the shots", f.id, len(l.Runs), len(f.verdicts))
+		if len(l.Runs) != len(f.verdicts) || l.Differs {
+			j.r.cfg.logf("bridge: frame %s has %d runs, %d when laid out (other nodes: %v): not compared after the shots", f.id, len(l.Runs), len(f.verdicts), l.Differs)
 			mainKept = mainKept && f.id != j.v.mainID
 			continue
 		}
@@ -784,12 +868,11 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 	if err != nil {
 		return err
 	}
-	if j.tampered {
-		j.r.cfg.logf("bridge: visibility by rendering: the page changed itself while it was shot: nothing counted")
-		return nil
-	}
 	for i, bd := range bands {
 		countBand(bd, all, j.moverBoxes(), a[i], b[i], c[i], a2[i], counts)
+	}
+	if j.tampered {
+		j.voidChanged(bands, all, counts)
 	}
 	return nil
 }
@@ -870,12 +953,19 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		}
 	}
 	j.twos++
-	if j.tampered {
-		j.r.cfg.logf("bridge: visibility by rendering: the page changed itself while it was shot: nothing counted")
-		return true, nil
+	if j.tampered && !j.anyRemote() {
+		// The page changed during the shots: what changed is voided (voidChanged), and the rest
+		// counts only where a third shot, A2, shows what A showed (a change may draw outside
+		// the boxes it reports: generated content, a rule that matches another element).
+		if a2, err = shootAll(); err != nil {
+			return true, err
+		}
 	}
 	for i, bd := range bands {
 		countBand(bd, all, j.moverBoxes(), a[i], d[i], a[i], a2[i], counts)
+	}
+	if j.tampered {
+		j.voidChanged(bands, all, counts)
 	}
 	return true, nil
 }

@@ -55,7 +55,7 @@ const (
 	WhyNotShown    = "not shown by scrolling"     // still not shown after the scroll passes, or in a frame drawn transformed
 	WhyMoved       = "moved under the shots"      // the page kept laying itself out again while it was shot
 	WhyFrame       = "in a frame not read"        // a frame the page does not show, or not laid out
-	WhyChanged     = "changed during the read"    // the frame's runs were not the ones the shots judged
+	WhyChanged     = "changed during the read"    // the page changed it (or where it is drawn) while or after the shots judged it
 	WhyCap         = "past the text cap"          // the page's text is over the bridge's cap
 	WhyLater       = "left for the next read"     // not withheld: a later read of the page decides it
 )

@@ -25,10 +25,12 @@
   // The page must not change while the proof shoots it. Frozen, its timers and frames do not
   // run, but a MutationObserver of the page's is called right after an evaluation that changed
   // the DOM (the runs' marks, the four-frame proof's style elements), and could change what the
-  // next shot sees (an overlay taken away while the runs' paint is off). An observer of the
-  // reader's own, in this isolated world, records every change in every scope from the first
-  // paint change of a proof to the last; a change that is not the reader's makes the proof void
-  // (tampered: the bridge counts nothing from those shots).
+  // next shot sees (an overlay taken away while the runs' paint is off), and a page whose timers
+  // still run (the headless shell's) changes too. An observer of the reader's own, in this
+  // isolated world, records every change in every scope from the first paint change of a proof
+  // to the last; a change that is not the reader's voids the proof where it may have drawn
+  // (tampered, and changed: changedRects, 25_changes.js): the bridge counts nothing of those
+  // shots for the runs there.
   const TAMPER = '__browserAgentTamper';
   const PAINT_TAG = 'data-browser-agent-paint', BGTEXT = 'data-browser-agent-bgtext';
   const allScopes = () => {
@@ -52,20 +54,22 @@
     (r.type === 'childList' && Array.from(r.addedNodes).every((n) => mine.has(n)) && Array.from(r.removedNodes).every((n) => mine.has(n)));
   const watchPage = () => {
     if (globalThis[TAMPER]) return;
-    const w = { seen: false };
-    const note = (rs) => { for (const r of rs) if (!ours(r)) w.seen = true; };
+    const w = { seen: false, recs: [] };
+    const note = (rs) => { for (const r of rs) if (!ours(r)) { w.seen = true; w.recs.push(r); } };
     w.mo = new MutationObserver(note);
     w.take = () => note(w.mo.takeRecords());
     for (const sc of allScopes()) w.mo.observe(sc, { subtree: true, attributes: true, childList: true, characterData: true });
     globalThis[TAMPER] = w;
   };
+  // tampered takes the group's watch: the places its changes may have drawn ({all, rects}), or
+  // null when the page changed nothing.
   const tampered = () => {
     const w = globalThis[TAMPER];
-    if (!w) return false;
+    if (!w) return null;
     w.take();
     w.mo.disconnect();
     globalThis[TAMPER] = null;
-    return w.seen;
+    return w.seen ? changedRects(w.recs) : null;
   };
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_RUNS) {
     if (!ba || ba.root !== root) throw new Error('runs paint: no layout of this document');
@@ -80,10 +84,10 @@
     // After the two-frame proof's second shot: only what "runs" changed is undone.
     const changed = tampered();
     unpaintRuns();
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '', tampered: changed };
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '', tampered: !!changed, changed };
   }
   if (opts.mode === MODE_PAINT) {
-    const changed = opts.paint === PAINT_ON ? tampered() : (watchPage(), false);
+    const changed = opts.paint === PAINT_ON ? tampered() : (watchPage(), null);
     if (opts.paint === PAINT_ON) unpaintRuns();
     const tag = PAINT_TAG;
     // Decorations (underlines, emphasis marks) stay: a line under transparent text is not text.
@@ -119,5 +123,5 @@
       }
     }
     void root.offsetHeight;
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '', tampered: changed };
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba ? ba.still() : '', tampered: !!changed, changed };
   }

@@ -173,6 +173,15 @@
   const runOf = new Map();
   const runParents = new Set();
   let nRuns = 0, withheld = 0, revealNode = null;
+  const voided = []; // runs proven visible whose text changed since (withheld: WHY_CHANGED)
+  // The runs of this frame's last layout, by node (mode layout keeps them in this isolated world;
+  // mode read takes each run's verdict by its node: proven).
+  // A later layout of the same read replaces it only when it counts the same nodes in the same
+  // order (80_layout.js); else it reports differs, and the bridge does not take its boxes.
+  const LAYOUT_KEY = '__browserAgentLayout';
+  const layoutNodes = new WeakMap(), layoutList = [];
+  const lastLayout = globalThis[LAYOUT_KEY];
+  const proven = opts.mode === MODE_READ && lastLayout && lastLayout.root === root ? lastLayout.nodes : null;
   const docW = Math.max(root.scrollWidth, vw);
   const docH = Math.max(root.scrollHeight, doc.body ? doc.body.scrollHeight : 0);
   // Can the page be scrolled sideways? Not when the root (or the body, which then gives the
@@ -265,7 +274,14 @@
     range.selectNodeContents(t);
     const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
     if (!rects.length) return no(t, WHY_HIDDEN, 'no box on the page: off it, empty or clipped');
-    const i = nRuns++;
+    let i = nRuns++;
+    if (opts.mode === MODE_LAYOUT) { layoutNodes.set(t, i); layoutList.push(t); }
+    if (opts.verdicts && proven) {
+      // The verdicts are the last layout's, run by run: this node's, by identity. A node that
+      // layout did not count was put in after the shots.
+      i = proven.get(t);
+      if (i === undefined) return no(t, WHY_CHANGED, 'put in after the shots');
+    }
     runOf.set(t, i);
     runParents.add(p);
     if (opts.mode === MODE_LAYOUT) {
@@ -299,6 +315,11 @@
     // With verdicts, a run the pixels did not prove visible is not read; withheld ones (and any
     // run of a frame the pixels did not lay out) are counted, with the bridge's reason.
     const vd = opts.verdicts[i];
+    if (vd === RUN_VISIBLE && changedText(t)) {
+      // Proven visible, but its text is not the text the shots proved: withheld (25_changes.js).
+      voided.push(i);
+      return no(t, WHY_CHANGED, 'its text changed after its proof');
+    }
     if (vd === RUN_VISIBLE || vd === RUN_SERVED) return fontDraws(t, p, s);
     if (vd === RUN_LATER) return no(t, WHY_LATER, 'left for the next read');
     if (vd === RUN_HIDDEN) return no(t, WHY_HIDDEN, 'pixels: drawing it changes nothing a person sees');

@@ -40,7 +40,15 @@
       const y = b.top + parseFloat(st.borderTopWidth) + parseFloat(st.paddingTop) + (child ? 0 : sy);
       owners.push({ id, x, y });
     }
+    // The runs by node, for the read (40_runs.js): this layout's, when it is the read's first of
+    // the frame or counts the nodes the kept one counts, in its order.
+    let differs = false;
+    if (opts.watch || !lastLayout || lastLayout.root !== root) {
+      globalThis[LAYOUT_KEY] = { root, nodes: layoutNodes, list: layoutList };
+    } else {
+      differs = layoutList.length !== lastLayout.list.length || layoutList.some((t, k) => lastLayout.list[k] !== t);
+    }
     const slow = twoFrames(owners);
     return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, nRuns, capW, capH, owners,
-      view: [sx, sy, vw, vh], slow, still: globalThis.__browserAgentRuns.still(), movers: globalThis.__browserAgentRuns.movers };
+      view: [sx, sy, vw, vh], differs, slow, still: globalThis.__browserAgentRuns.still(), movers: globalThis.__browserAgentRuns.movers };
   }

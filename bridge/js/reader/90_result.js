@@ -61,6 +61,8 @@
     controls,
     nRuns,
     withheld,
+    voided,
+    byNode: !!proven,
     account,
   };
 }

@@ -1,0 +1,114 @@
+package bridge
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
+)
+
+// Pages that change while they are read (issue 46): every character handed out was proven
+// visible in one rendering, and the text handed out is the text that rendering proved; a change
+// voids only what it touches, and what it voids is counted withheld, "changed during the read".
+
+// changingPage is a page of n paragraphs, a deep marker in its last one, and script.
+func changingPage(n int, script string) string {
+	var b strings.Builder
+	b.WriteString(`<style>.gone{color:transparent}</style><p id=clock>Updated 00:00:00</p>`)
+	for i := range n {
+		fmt.Fprintf(&b, "<p id=p%d>Paragraph %d of the report: the quarterly figures were steady and the notes say so plainly.</p>\n", i, i)
+	}
+	b.WriteString(`<p>DEEP-END-MARKER</p><script>` + script + `</script>`)
+	return b.String()
+}
+
+// onRestore runs change in a MutationObserver of the page's when the proof takes its marks off
+// the page (the attributes the two-frame proof puts on the runs' parents, id's among them) for the
+// nth time: after the shots of the nth group of a long page, and before the reader walks the
+// text the groups proved; n 0 runs it every time.
+func onRestore(id string, n int, change string) string {
+	return fmt.Sprintf(`let seen = 0;
+new MutationObserver((rs) => {
+  if (!rs.some((r) => r.type === 'attributes' && r.attributeName.startsWith('data-browser-agent') && r.target.id === '%s' && r.oldValue !== null)) return;
+  seen++;
+  if (%d === 0 || seen === %d) { %s }
+}).observe(document.body, {attributes: true, subtree: true, attributeOldValue: true});`, id, n, n, change)
+}
+
+// TestReaderChangedAfterProof: a paragraph proven visible by the first group of shots gets new
+// text (the hidden marker) and is hidden after the second group, before its text is read. The marker must reach no
+// read; the page must show that it changed (the positive control: the marker is in the page's
+// DOM after the read); the rest of the page is read.
+func TestReaderChangedAfterProof(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, change string }{
+		{"inline style", `const p = document.getElementById('p3'); p.textContent = '{M}'; p.style.color = 'transparent';`},
+		{"class whose rule is in the page", `const p = document.getElementById('p3'); p.textContent = '{M}'; p.className = 'gone';`},
+		{"new element in its place", `const p = document.getElementById('p3'); const q = document.createElement('p'); q.textContent = '{M}'; q.style.color = 'transparent'; p.replaceWith(q);`},
+		{"hidden child in a proven paragraph", `const s = document.createElement('span'); s.textContent = ' {M}'; s.style.color = 'transparent'; document.getElementById('p3').appendChild(s);`},
+	}
+	s := newSession(t)
+	for i, c := range cases {
+		m := visMarker(4600+i, false)
+		if _, err := s.Open(ctxT(t), visURL(changingPage(300, onRestore("p200", 2, c.change)), m)); err != nil {
+			t.Fatalf("%s: Open: %v", c.name, err)
+		}
+		text := readAll(t, s)
+		in, err := s.page.Evaluate(`(m) => document.body.textContent.includes(m)`, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in != true {
+			t.Errorf("%s: NOT ARMED: the page did not change during the read", c.name)
+		}
+		if strings.Contains(text, m) {
+			t.Errorf("%s: the marker, changed and hidden after its proof, was read", c.name)
+		}
+		if !strings.Contains(text, "DEEP-END-MARKER") || !strings.Contains(text, "Paragraph 250 of the report") {
+			end, _ := s.Read(ctxT(t), len(text))
+			t.Errorf("%s: the rest of the page was not read (account %+v): %q", c.name, end.Account, clip(text, 300))
+		}
+	}
+}
+
+// TestReaderLivePage: pages that change all the time (a clock ticking every 100 ms, a notice
+// appended after a second, a carousel turning every 500 ms) still read: the text at the top and
+// the marker at the end reach the model, and what changed is either read as proven or counted
+// withheld with its reason.
+func TestReaderLivePage(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, script string }{
+		{"clock ticking every 100 ms", `let k = 0; setInterval(() => { clock.textContent = 'Updated ' + (++k); }, 100);`},
+		{"notice appended after a second", `setTimeout(() => { const d = document.createElement('p'); d.textContent = 'Notice: your settings were saved'; document.body.appendChild(d); }, 1000);`},
+		{"carousel turning every 500 ms", `let k = 0; setInterval(() => { const p = document.getElementById('p1'); p.className = (++k % 2) ? 'gone' : ''; p.textContent = 'Slide ' + k; }, 500);`},
+		{"changed every time the proof marks the page", onRestore("p100", 0, `clock.textContent = 'Updated ' + seen;`)},
+	}
+	s := newSession(t)
+	for _, c := range cases {
+		if _, err := s.Open(ctxT(t), visURL(changingPage(150, c.script), "")); err != nil {
+			t.Fatalf("%s: Open: %v", c.name, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		text := readAll(t, s)
+		end, err := s.Read(ctxT(t), len(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text, "Paragraph 0 of the report") || !strings.Contains(text, "DEEP-END-MARKER") {
+			t.Errorf("%s: the top and the end of the page were not both read (account %+v): %q", c.name, end.Account, clip(text, 300))
+		}
+		if hidden := end.Account.Withheld[readerjs.WhyHidden]; hidden > 200 {
+			t.Errorf("%s: %d characters withheld as hidden on a page that hides none (account %+v)", c.name, hidden, end.Account)
+		}
+		t.Logf("%s: %d bytes read, account %+v", c.name, len(text), end.Account)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
