@@ -277,12 +277,15 @@ func readManualPage(t *testing.T, s *Session, url, plainURL, name string) manual
 		t.Errorf("%s: the text handed out holds %d characters; the account says %d", name, got, acc.Handed)
 	}
 
-	// What a person reads reaches the model: innerText's lines, whitespace collapsed and the code
+	// What a person reads reaches the model: innerText's lines, white space aside and the code
 	// points no font draws taken out (DocBook puts zero-width spaces in long table lines as break
 	// opportunities; the reader withholds them, counted as invisible characters).
+	// White space is taken out altogether, as the law counts: a paragraph whose runs two reads
+	// decided comes in two parts with a break between them ("OSError" then ", as described"), every
+	// character handed out and in order.
 	norm := func(x string) string {
 		x, _ = invisible.Strip(x)
-		return strings.Join(strings.Fields(x), " ")
+		return strings.Join(strings.Fields(x), "")
 	}
 	got := norm(text)
 	r := manualResult{account: acc, total: total}
