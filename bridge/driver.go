@@ -315,3 +315,11 @@ func (e *launchError) Unwrap() []error { return []error{ErrSetup, e.cause} }
 
 // Detail is the launch's full message, for the debug log.
 func (e *launchError) Detail() string { return e.cause.Error() }
+
+// errText is err's message, or "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -128,6 +128,20 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 		return s, err
 	}
 	s.bctx, err = rt.pw.Chromium.LaunchPersistentContext(s.proc.profile, s.proc.launchOptions(exe, args, proxy, timeout))
+	if why := launchExit(errText(err)); err != nil && strings.HasPrefix(why, "signal ") && ctx.Err() == nil {
+		// Chromium crashed at launch (seen under the suite's load: SIGSEGV in its zygote, about
+		// once in a few hundred launches). Once more, on a fresh profile, the first cause logged;
+		// an exit with a status (a binary that cannot run here) is not retried.
+		cfg.logf("bridge: chromium crashed at launch (%s); launching once more", why)
+		_ = os.RemoveAll(s.proc.profile)
+		if s.proc.profile, err = os.MkdirTemp("", "browser-agent-profile-"); err != nil {
+			return s, fmt.Errorf("launch: profile: %w", err)
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = time.Until(dl)
+		}
+		s.bctx, err = rt.pw.Chromium.LaunchPersistentContext(s.proc.profile, s.proc.launchOptions(exe, args, proxy, timeout))
+	}
 	if err != nil {
 		return s, chromiumError(ctx, cfg.chromium, timeout, err)
 	}
