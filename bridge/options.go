@@ -87,6 +87,14 @@ type config struct {
 	// without their text (a surface shown stale or blank in one shot), outside recheckRemote: a
 	// shot taken before A with those frames' text paint off stands in for it.
 	staleD bool
+	// lagged (tests): an out-of-process frame's surface one state behind its paint, as the
+	// suite saw it under load: shot A shows the frame's text that an earlier change had turned
+	// off, both shots of the first D show it off, A2 shows it again (the text paint of those
+	// frames turned off after A and back on after the first D).
+	lagged bool
+	// oneD (tests) counts the first D of a two-frame proof on a page with an out-of-process
+	// frame alone, without the second D that confirms it: the positive control of lagged.
+	oneD bool
 	// skipTamper (tests) counts the shots of a proof during which the page changed itself: the
 	// positive control of TestVisibilityTamper.
 	skipTamper bool

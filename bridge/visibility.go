@@ -892,7 +892,7 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, counts map[runKey]*tally, shootAll func() ([]image.Image, error)) (bool, error) {
 	late := j.r.cfg.lateFirst && !j.slow
 	if late {
-		if err := j.paintRemote(ctx, readerjs.PaintOff); err != nil {
+		if err := j.paintRemote(ctx, readerjs.PaintOff, shootAll); err != nil {
 			return true, err
 		}
 	}
@@ -900,14 +900,14 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	if j.r.cfg.staleD && !j.slow && j.anyRemote() {
 		// The staleD hook: a shot of the page with the out-of-process frames' text off, taken
 		// now and handed to shootD as its first shot of D (the frames painted again before A).
-		if err := j.paintRemote(ctx, readerjs.PaintOff); err != nil {
+		if err := j.paintRemote(ctx, readerjs.PaintOff, shootAll); err != nil {
 			return true, err
 		}
 		var err error
 		if stale, err = shootAll(); err != nil {
 			return true, err
 		}
-		if err := j.paintRemote(ctx, readerjs.PaintOn); err != nil {
+		if err := j.paintRemote(ctx, readerjs.PaintOn, shootAll); err != nil {
 			return true, err
 		}
 	}
@@ -915,8 +915,14 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	if err != nil {
 		return true, err
 	}
+	lagged := j.r.cfg.lagged && !j.slow && j.anyRemote()
+	if lagged {
+		if err := j.paintRemote(ctx, readerjs.PaintOff, shootAll); err != nil {
+			return true, err
+		}
+	}
 	if late {
-		if err := j.paintRemote(ctx, readerjs.PaintOn); err != nil {
+		if err := j.paintRemote(ctx, readerjs.PaintOn, shootAll); err != nil {
 			return true, err
 		}
 	}
@@ -924,6 +930,9 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	var d []image.Image
 	if err == nil {
 		d, err = j.shootD(ctx, a, stale, shootAll)
+	}
+	if lagged && err == nil {
+		err = j.paintRemote(ctx, readerjs.PaintOn, shootAll)
 	}
 	if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
 		err = perr
@@ -949,6 +958,35 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 			}
 			if err := sleepCtx(ctx, remoteSlowWait); err != nil {
 				return true, err
+			}
+		}
+	}
+	if j.anyRemote() {
+		// A second D after A2: the runs' paint off again, shot and confirmed as the first. A
+		// frame's surface may lag its paint by any time on a busy machine, but it shows its
+		// states in order: a pixel that shows one thing in A and A2 and another in both shots of
+		// D changed with the runs' paint, the only change that went off, on, off again. A late
+		// surface shows D1 the frame's earlier state (its text turned off by a previous change
+		// not yet drawn in A: the generated content of the suite's load flake) and D2 its later
+		// one: they differ, and that pixel is no evidence (confirmed takes A's value).
+		err = j.paint(ctx, readerjs.PaintRuns)
+		var d2 []image.Image
+		if err == nil {
+			d2, err = j.shootD(ctx, a, nil, shootAll)
+		}
+		if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
+			err = perr
+		}
+		if errors.Is(err, errInexact) {
+			j.slowWhy = "a run's paint not turned off alone"
+			return false, nil
+		}
+		if err != nil {
+			return true, err
+		}
+		if !j.r.cfg.oneD {
+			for i := range d {
+				d[i] = confirmed(a[i], d[i], d2[i])
 			}
 		}
 	}
@@ -1024,9 +1062,15 @@ func (j *pixelJob) anyRemote() bool {
 	return false
 }
 
-// paintRemote sets the text paint of the out-of-process frames only (the lateFirst test hook),
-// and waits for it to be drawn.
-func (j *pixelJob) paintRemote(ctx context.Context, mode string) error {
+// paintRemote sets the text paint of the out-of-process frames only (the test hooks lateFirst,
+// staleD and lagged), and waits for it to be drawn: remoteSlowWait, then until the shots show a
+// change (at most hookWait more), so that a hook enacts its scenario on a busy machine too (a
+// change that draws nothing in the bands, such as text under an overlay, waits it out).
+func (j *pixelJob) paintRemote(ctx context.Context, mode string, shootAll func() ([]image.Image, error)) error {
+	before, err := shootAll()
+	if err != nil {
+		return err
+	}
 	for _, id := range j.order {
 		if j.remote(j.frames[id]) {
 			if _, err := j.r.evalFrame(ctx, j.v, id, readerjs.ModePaint, map[string]any{"paint": mode}); err != nil {
@@ -1034,8 +1078,27 @@ func (j *pixelJob) paintRemote(ctx context.Context, mode string) error {
 			}
 		}
 	}
-	return sleepCtx(ctx, remoteSlowWait)
+	if err := sleepCtx(ctx, remoteSlowWait); err != nil {
+		return err
+	}
+	for end := time.Now().Add(hookWait); time.Now().Before(end); {
+		now, err := shootAll()
+		if err != nil {
+			return err
+		}
+		if !stableShots(before, now) {
+			// Drawn; and once more, so that a frame drawn in parts is drawn whole.
+			return sleepCtx(ctx, remotePaintWait)
+		}
+		if err := sleepCtx(ctx, remotePaintWait); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// hookWait bounds how long paintRemote waits for a test hook's paint change to be drawn.
+const hookWait = 5 * time.Second
 
 // errInexact: turning the runs' paint off changed the paint of something that is not a run.
 var errInexact = errors.New("pixel phase: the runs' paint not turned off alone")
