@@ -2,10 +2,13 @@ package bridge
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
@@ -208,4 +211,89 @@ func demoSite(b *testing.B) (string, *policy.Policy) {
 		b.Fatal(err)
 	}
 	return srv.URL, pol
+}
+
+// BenchmarkLongPagePhases is where the time of a long page goes (issue 39): real manual pages
+// (Debian's postgresql-doc-15 and python3.11-doc), each opened and then read chunk by chunk to
+// its end, with the phases of Open and of the reads summed (as BenchmarkOpenPhases):
+//
+//	go test ./bridge -run '^$' -bench LongPagePhases -benchtime 1x -count 1
+//
+// open-ms is Open (its first chunk), whole-ms the whole page read back to back, chunks the reads
+// after Open.
+func BenchmarkLongPagePhases(b *testing.B) {
+	pages := []struct{ manual, path string }{
+		{"postgresql", "datatype-datetime.html"},
+		{"postgresql", "functions-string.html"},
+		{"postgresql", "sql-select.html"},
+		{"python", "library/re.html"},
+		{"python", "library/functions.html"},
+	}
+	for _, prove := range []string{"chunk", "page"} {
+		for _, pg := range pages {
+			b.Run("prove="+prove+"/"+pg.manual+"/"+pg.path, func(b *testing.B) { benchLongPage(b, pg.manual, pg.path, prove == "page") })
+		}
+	}
+}
+
+// benchLongPage opens one manual page and reads it to its end; proveWhole makes each read
+// prove the whole page (the reads before issue 39).
+func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
+	man := testutil.ManualByName(b, manual)
+	site, _, _ := testutil.ServeDir(b, man.Dir)
+	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\"]\n", site.URL)), "long pages")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sums := map[string]time.Duration{}
+	timer := func(c *config) {
+		c.phase = func(name string, d time.Duration) { sums[name] += d }
+	}
+	ctx := context.Background()
+	lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	opts := []Option{timer, func(c *config) { c.proveWhole = proveWhole }}
+	if os.Getenv("BRIDGE_BENCH_LOG") != "" {
+		opts = append(opts, WithLogf(func(f string, a ...any) { b.Logf(f, a...) }))
+	}
+	s, err := testRT.Launch(lctx, pol, opts...)
+	cancel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var open, whole time.Duration
+	chunks, chars := 0, 0
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if _, err := s.Open(ctx, site.URL+"/"+path); err != nil {
+			b.Fatal(err)
+		}
+		open += time.Since(start)
+		for off := 0; ; {
+			c, err := s.Read(ctx, off)
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunks++
+			chars += len(c.Text)
+			if !c.More {
+				if c.Withheld > 0 {
+					b.Logf("%s: %d withheld: %s", path, c.Withheld, c.WithheldNote())
+				}
+				break
+			}
+			off = c.Next
+		}
+		whole += time.Since(start)
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
+	b.ReportMetric(per(open), "open-ms")
+	b.ReportMetric(per(whole), "whole-ms")
+	b.ReportMetric(float64(chunks)/float64(b.N), "chunks")
+	b.ReportMetric(float64(chars)/float64(b.N), "chars")
+	for name, d := range sums {
+		b.ReportMetric(per(d), name+"-ms")
+	}
 }

@@ -92,6 +92,9 @@ type config struct {
 	// off, both shots of the first D show it off, A2 shows it again (the text paint of those
 	// frames turned off after A and back on after the first D).
 	lagged bool
+	// proveWhole (benchmarks) makes every read prove the whole page, as before a read proved
+	// only the chunk it returns (Session.readOn).
+	proveWhole bool
 	// oneD (tests) counts the first D of a two-frame proof on a page with an out-of-process
 	// frame alone, without the second D that confirms it: the positive control of lagged.
 	oneD bool

@@ -50,7 +50,7 @@ func VisibleText(ctx context.Context, sessions []CDPSession, opts ...Option) (Vi
 	}
 	defer thaw(ctx, v)
 	pctx, cancel := context.WithTimeout(ctx, cfg.pixelTime)
-	job, err := pr.pixelVerdicts(pctx, v, nil)
+	job, err := pr.pixelVerdicts(pctx, v, nil, 0)
 	cancel()
 	// One proof, no next read: what it did not decide is withheld (final).
 	verdicts, whys, _ := job.verdictsOf(true, err == nil)

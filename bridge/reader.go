@@ -742,7 +742,7 @@ func pageAccount(reads map[string]*rawRead, mainID string) (Account, []WithheldR
 //
 // With pixels on, prev is what earlier reads of the page decided (nil for the first): the read
 // goes on from there, and its text holds only the runs it proved visible (visibility.go).
-func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visState) (*snapshot, string, error) {
+func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visState, want int) (*snapshot, string, error) {
 	start := time.Now()
 	defer pr.cfg.took("read", start)
 	v, err := pr.view(ctx, nil)
@@ -787,7 +787,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		start := time.Now()
 		budget := min(time.Until(deadlineOf(ctx))/2, pr.cfg.pixelTime)
 		pctx, cancel := context.WithTimeout(ctx, budget)
-		job, err := pr.pixelVerdicts(pctx, v, prev)
+		job, err := pr.pixelVerdicts(pctx, v, prev, want)
 		cancel()
 		pr.cfg.took("pixels", start)
 		// The phase ran its course (what is pending cannot be shown): what is pending is

@@ -314,7 +314,17 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 // stays set, possibly with no new text, and the next call goes on.
 func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 	for st.vis == nil || (offset >= len(st.text) && !st.whole()) {
-		snap, cred, err := s.read.snapshot(ctx, st.url, st.vis)
+		// A read proves the chunk it returns (and a quarter more, for the white space the
+		// reader adds between blocks), not the whole page: the first read of a long page
+		// answers at the cost of its first screens. Each later read proves twice what the last
+		// did (its chunks wait, proven, for the reads after it), so that a page read to its end
+		// takes a few phases, not one per chunk. Links and Fields (offset MaxInt) prove it all.
+		want := 0
+		if offset != math.MaxInt && !s.cfg.proveWhole {
+			want = (s.cfg.chunkSize + s.cfg.chunkSize/4) << min(st.reads, 8)
+		}
+		st.reads++
+		snap, cred, err := s.read.snapshot(ctx, st.url, st.vis, want)
 		if contextGone(err) {
 			// The document the read was in went away under it: the page replaced itself
 			// without a request (the route aborts every navigation the bridge did not start).

@@ -151,6 +151,7 @@ type visState struct {
 // layoutRead is the reader's answer in layout mode.
 type layoutRead struct {
 	Runs     []json.RawMessage `json:"runs"`
+	Lens     []int             `json:"lens"` // each run's length in characters, white space collapsed
 	NRuns    int               `json:"nRuns"`
 	CapW     float64           `json:"capW"`
 	CapH     float64           `json:"capH"`
@@ -179,6 +180,7 @@ type frameRuns struct {
 	id       string
 	off      [2]float64     // the frame's origin in the main frame's page coordinates
 	boxes    [][][4]float64 // per run, where it is shown now (main page coordinates), or nil
+	lens     []int          // per run, its length in characters (layoutRead.Lens)
 	verdicts []int
 	pending  []bool // runs not decided yet
 	old      []bool // runs decided by an earlier read (visState)
@@ -201,8 +203,11 @@ type pixelJob struct {
 	view    [4]float64 // the main frame's scroll position and viewport
 	prev    *visState  // what earlier reads of the page decided, or nil
 	decided int        // runs this phase decided by pixels
-	groups  int        // groups of bands shot
-	slow    bool       // paint waits longer for out-of-process frames (recheckRemote)
+	// want is how many characters of text the phase proves before it may stop (0: the whole
+	// page): a read proves the chunk it returns, not the page (proven).
+	want   int
+	groups int  // groups of bands shot
+	slow   bool // paint waits longer for out-of-process frames (recheckRemote)
 	// slowWhy says why this page needs the four-frame proof, or "" (twoFrames).
 	slowWhy string
 	twos    int // groups proven with two frames
@@ -326,8 +331,19 @@ func (j *pixelJob) verdictsOf(final, ranCourse bool) (map[string][]int, map[stri
 		vs := make([]int, len(f.verdicts))
 		st := make([]uint8, len(f.verdicts))
 		why := map[int]string{}
+		// A phase that stops early hands out, in each frame, the text before its first run
+		// still pending: a run proven visible after it is left for the next read, which proves
+		// it again (a proof holds for the DOM it saw), so that the reads append the page's text
+		// in its order, not band by band (a sidebar's lines between the article's).
+		held := -1
+		if !final {
+			held = slices.Index(f.pending, true)
+		}
 		for i, x := range f.verdicts {
 			switch {
+			case held >= 0 && i > held && !f.old[i] && x == runVisible:
+				st[i], x = stPending, runLater
+				next.done = false
 			case f.old[i]:
 				st[i] = j.prev.runs[id][i]
 				switch st[i] {
@@ -437,6 +453,7 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 	}
 	f.off = off
 	f.still = l.Still
+	f.lens = l.Lens
 	f.movers = f.movers[:0]
 	for _, m := range l.Movers {
 		f.movers = append(f.movers, [4]float64{m[0] + off[0], m[1] + off[1], m[2], m[3]})
@@ -673,6 +690,9 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		if n := j.r.cfg.phaseGroups; n > 0 && j.groups >= n && g0 < len(bands) {
 			return errPhaseLimit
 		}
+		if j.want > 0 && g0 < len(bands) && j.proven() >= j.want {
+			return errEnough
+		}
 	}
 	return nil
 }
@@ -810,6 +830,31 @@ func (j *pixelJob) bandH() float64 { return maxBandH / float64(int(1)<<j.shrink(
 
 // errPhaseLimit stops a phase after the groups the configuration allows (tests).
 var errPhaseLimit = errors.New("pixel phase: group limit")
+
+// errEnough stops a phase that proved the text its read returns (want): the next read of the
+// page goes on from there.
+var errEnough = errors.New("pixel phase: a chunk's text proven")
+
+// proven counts the characters of the runs this phase proved visible that the read hands out:
+// in each frame, those before its first run still pending (verdictsOf holds back the rest, so
+// that text arrives in the page's order).
+func (j *pixelJob) proven() int {
+	n := 0
+	for _, f := range j.frames {
+		for i := range f.verdicts {
+			if f.old[i] {
+				continue
+			}
+			if f.pending[i] {
+				break
+			}
+			if f.verdicts[i] == runVisible && i < len(f.lens) {
+				n += f.lens[i]
+			}
+		}
+	}
+	return n
+}
 
 // maxGroupH bounds, in CSS px, the bands shot between two paint changes: the unit of progress of
 // a phase that runs out of time.
@@ -1143,8 +1188,8 @@ func (j *pixelJob) scrollMain(ctx context.Context, y float64) error {
 // scroll scroll containers and child frames to show the runs not shown yet, a pass each, until
 // every run is decided, maxReveals passes were made or ctx ends. It returns the verdicts it has
 // (runs not decided are withheld) and the error that stopped it, if any.
-func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visState) (*pixelJob, error) {
-	j := &pixelJob{r: pr, v: v, frames: map[string]*frameRuns{}, prev: prev}
+func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visState, want int) (*pixelJob, error) {
+	j := &pixelJob{r: pr, v: v, frames: map[string]*frameRuns{}, prev: prev, want: want}
 	// The page's clocks stopped for the proof: a frozen page still runs its CSS animations,
 	// transitions and Web Animations; stopped, they draw the same in every shot (an animated
 	// run is read as drawn at that moment).
@@ -1158,6 +1203,13 @@ func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visS
 			pr.cfg.logf("bridge: clocks not restarted: %v", err)
 		}
 	}()
+	// A shot beyond the viewport lays some pages out again, once (Chromium resizes the view
+	// for it: on DocBook pages every line below moves by up to 18 px), and the pass whose boxes
+	// were measured before it starts over (moved). A one-pixel shot first lays the page out as
+	// the shots will see it; its error is the next shot's too.
+	if _, err := shoot(ctx, v.owner[v.mainID], 0, 0, 1, 1); err != nil {
+		return j, err
+	}
 	if err := j.layout(ctx, v.mainID, [2]float64{}, 0); err != nil {
 		return j, err
 	}

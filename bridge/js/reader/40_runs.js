@@ -170,6 +170,9 @@
   // heading use it). Without verdicts (pixels turned off) the paint heuristics decide (contrast
   // against the nearest background colour, alpha).
   const runs = [];
+  // lens: in layout mode, each run's length in characters, white space collapsed: the bridge
+  // proves a long page a chunk's worth of text at a time (visibility.go, proveChars).
+  const lens = [];
   const runOf = new Map();
   const runParents = new Set();
   let nRuns = 0, withheld = 0, revealNode = null;
@@ -310,6 +313,7 @@
       if (i === opts.reveal) revealNode = t;
       if (fixed && !boxes.length) beyond = true;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
+      lens.push(t.data.replace(/\s+/g, ' ').length);
     }
     if (!opts.verdicts) return (paintVisible(s, p) || no(t, WHY_HIDDEN, 'paint: no contrast (pixels off)')) && fontDraws(t, p, s);
     // With verdicts, a run the pixels did not prove visible is not read; withheld ones (and any

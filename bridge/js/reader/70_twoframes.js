@@ -85,7 +85,13 @@
       if (el.localName === 'slot') { const a = el.assignedElements(); if (a.length) return a; }
       return Array.from(el.children);
     };
-    const draws = (q, ps) => ps === '::marker' || (q.content !== 'none' && q.content !== 'normal');
+    // A marker draws when its list item has a list style or the marker content of its own; a
+    // marker that draws nothing is not kept (its text paint cannot be given back to it: ::marker
+    // takes no -webkit-text-fill-color, so a kept one would force the four-frame proof on every
+    // "list-style: none" item with text of its own, as Sphinx's navigation bars).
+    const draws = (q, ps, s) => ps === '::marker'
+      ? s.listStyleType !== 'none' || s.listStyleImage !== 'none' || (q.content !== 'none' && q.content !== 'normal')
+      : q.content !== 'none' && q.content !== 'normal';
     for (const p of runParents) {
       if (drawnByBackground(p)) { why = why || 'text drawn by a background (background-clip: text)'; continue; }
       const svg = p instanceof SVGElement;
@@ -100,7 +106,7 @@
         if (ps === '::marker' && !s.display.includes('list-item')) continue;
         let q;
         try { q = getComputedStyle(p, ps); } catch (e) { continue; }
-        if (!draws(q, ps)) continue;
+        if (!draws(q, ps, s)) continue;
         keep(p, ps);
         const t = ps[2] + classOf(decl(q, props));
         mark(p, t);

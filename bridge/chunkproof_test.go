@@ -1,0 +1,102 @@
+package bridge
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A read proves the chunk it returns, not the whole page (issue 39): Open proves the first
+// screens of a long page and leaves the rest pending; each later read proves more. These tests
+// hold its two promises: the text arrives in the page's order, not band by band, and a run
+// proven by an earlier read but not yet handed out is proven again before it is (a proof holds
+// for the DOM it saw).
+
+// sidebarPage is a long article (n paragraphs) with a sidebar that comes last in the DOM but is
+// drawn at the top right, beside the article's first lines, so that the first bands shot hold
+// both. script runs at the end.
+func sidebarPage(n int, sidebar string) string {
+	var b strings.Builder
+	b.WriteString(`<div style="margin-right:260px">`)
+	for i := range n {
+		fmt.Fprintf(&b, "<p>Paragraph %d of the article: the quarterly figures were steady and the notes say so plainly.</p>\n", i)
+	}
+	b.WriteString(`<p>ARTICLE-END-MARKER</p></div><div id=side style="position:absolute;top:8px;right:8px;width:240px">` + sidebar + `</div>`)
+	return b.String()
+}
+
+// TestChunkProofOrder: Open of a long page hands out its first chunk with the rest pending, and
+// the page read to its end gives the article whole, in order, and the sidebar after it, as the
+// page's order has it, though the sidebar was shot with the article's first lines.
+func TestChunkProofOrder(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	side := "<p>Sidebar first line SIDE-A.</p><p>Sidebar second line SIDE-B.</p>"
+	p, err := s.Open(ctxT(t), visURL(sidebarPage(400, side), visMarker(4700, false)))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if !p.More || p.Account.Pending == 0 {
+		t.Errorf("Open proved the whole page (more %v, pending %d): a read proves the chunk it returns", p.More, p.Account.Pending)
+	}
+	if strings.Contains(p.Text, "SIDE-A") {
+		t.Errorf("Open's first chunk holds the sidebar, which comes after the article: %q", clip(p.Text, 300))
+	}
+	text := readAll(t, s)
+	last := -1
+	for i := range 400 {
+		at := strings.Index(text, fmt.Sprintf("Paragraph %d of the article", i))
+		if at < 0 {
+			t.Fatalf("paragraph %d not read", i)
+		}
+		if at < last {
+			t.Fatalf("paragraph %d comes before the one above it", i)
+		}
+		last = at
+	}
+	end := strings.Index(text, "ARTICLE-END-MARKER")
+	a, b := strings.Index(text, "SIDE-A"), strings.Index(text, "SIDE-B")
+	if end < last || a < end || b < a {
+		t.Errorf("not in the page's order: last paragraph at %d, article end at %d, sidebar at %d and %d", last, end, a, b)
+	}
+}
+
+// TestChunkProofProvenAgain: the sidebar, shot (and proven visible) by Open's phase but held
+// back for its place in the page's order, is changed after Open: its text replaced by a marker,
+// hidden in one case and shown in the other. The hidden marker must reach no read; the shown one
+// (the positive control) must, so the later read saw the page as it is then, not as Open's
+// phase proved it.
+func TestChunkProofProvenAgain(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	for i, c := range []struct {
+		name  string
+		style string
+		want  bool
+	}{
+		{"hidden after the proof", "color:transparent", false},
+		{"control: shown", "color:#000", true},
+	} {
+		m := visMarker(4710+i, false)
+		p, err := s.Open(ctxT(t), visURL(sidebarPage(400, "<p id=sp>Sidebar line SIDE-A.</p>"), m))
+		if err != nil {
+			t.Fatalf("%s: Open: %v", c.name, err)
+		}
+		if !p.More || strings.Contains(p.Text, "SIDE-A") {
+			t.Fatalf("%s: NOT ARMED: Open read the whole page or handed out the sidebar", c.name)
+		}
+		if _, err := s.page.Evaluate(`([m, st]) => { const p = document.getElementById('sp'); p.textContent = m; p.style.cssText = st; }`, []any{m, c.style}); err != nil {
+			t.Fatal(err)
+		}
+		text := readAll(t, s)
+		if got := strings.Contains(text, m); got != c.want {
+			t.Errorf("%s: marker read %v, want %v", c.name, got, c.want)
+		}
+		if strings.Contains(text, "SIDE-A") {
+			t.Errorf("%s: the sidebar's old text, replaced after Open, was read", c.name)
+		}
+		if !strings.Contains(text, "ARTICLE-END-MARKER") {
+			t.Errorf("%s: the article was not read to its end", c.name)
+		}
+	}
+}
