@@ -100,3 +100,39 @@ func TestChunkProofProvenAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkProofLinksSoFar: after Open of a long page, LinksSoFar gives the links of what was
+// proven (not the one at the article's end) and says the page is not whole; Links proves the
+// page to its end and gives that link too.
+func TestChunkProofLinksSoFar(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	page := `<p><a href="/first-link">FIRST-LINK</a></p>` + sidebarPage(400, "") + `<p><a href="/end-link">END-LINK</a></p>`
+	if _, err := s.Open(ctxT(t), visURL(page, visMarker(4720, false))); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	has := func(ls []Link, text string) bool {
+		for _, l := range ls {
+			if l.Text == text {
+				return true
+			}
+		}
+		return false
+	}
+	ls, whole, err := s.LinksSoFar(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole || !has(ls, "FIRST-LINK") || has(ls, "END-LINK") {
+		t.Errorf("LinksSoFar after Open: whole %v, %d links (first %v, end %v)", whole, len(ls), has(ls, "FIRST-LINK"), has(ls, "END-LINK"))
+	}
+	if ls, err = s.Links(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !has(ls, "FIRST-LINK") || !has(ls, "END-LINK") {
+		t.Errorf("Links: %d links (first %v, end %v)", len(ls), has(ls, "FIRST-LINK"), has(ls, "END-LINK"))
+	}
+	if _, whole, err = s.LinksSoFar(ctxT(t)); err != nil || !whole {
+		t.Errorf("LinksSoFar after Links: whole %v, %v", whole, err)
+	}
+}

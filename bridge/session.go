@@ -470,6 +470,33 @@ func (s *Session) Links(ctx context.Context) (links []Link, err error) {
 	return links, err
 }
 
+// LinksSoFar returns the visible links of the part of the page proven so far (at least its
+// first chunk's), and whether that part is the whole page: what a page's first chunk comes with,
+// without proving a long page to its end as Links does.
+func (s *Session) LinksSoFar(ctx context.Context) (links []Link, whole bool, err error) {
+	err = s.withPage(ctx, "links", func(ctx context.Context, st *pageState) error {
+		if err := s.readOn(ctx, st, 0); err != nil {
+			return err
+		}
+		links, whole = append([]Link(nil), st.links...), st.whole()
+		return nil
+	})
+	return links, whole, err
+}
+
+// FieldsSoFar returns the visible labelled values of the part of the page proven so far, and
+// whether that part is the whole page (as LinksSoFar).
+func (s *Session) FieldsSoFar(ctx context.Context) (fields []Field, whole bool, err error) {
+	err = s.withPage(ctx, "fields", func(ctx context.Context, st *pageState) error {
+		if err := s.readOn(ctx, st, 0); err != nil {
+			return err
+		}
+		fields, whole = append([]Field(nil), st.fields...), st.whole()
+		return nil
+	})
+	return fields, whole, err
+}
+
 // Fields returns the visible labelled values of the page (dl/dt/dd, table headers and cells,
 // label and value). Form fields are never read.
 func (s *Session) Fields(ctx context.Context) (fields []Field, err error) {

@@ -30,6 +30,15 @@ type Browser interface {
 	Fields(ctx context.Context) ([]bridge.Field, error)
 }
 
+// SoFar is implemented by browsers that prove a long page a chunk at a time (bridge.Session):
+// the links and fields of the part proven so far, and whether it is the whole page. open_url and
+// search_site hand out a page's first chunk with them, so that a long page's first answer does
+// not wait for the proof of its end; list_links and extract_fields give the whole page's.
+type SoFar interface {
+	LinksSoFar(ctx context.Context) ([]bridge.Link, bool, error)
+	FieldsSoFar(ctx context.Context) ([]bridge.Field, bool, error)
+}
+
 // EgressLog is implemented by browsers that record the requests decided beneath the tools: by the
 // bridge's request routes in the browser, or by the egress proxy at the network layer. After each
 // step the coordinator takes what was decided since the last one and records it, under that

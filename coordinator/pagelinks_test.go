@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -112,5 +113,70 @@ func TestPageReadCredential(t *testing.T) {
 	}
 	if model.calls != 1 || len(res.Evidence) != 0 {
 		t.Errorf("after the credential page: %d model turns, evidence %v", model.calls, res.Evidence)
+	}
+}
+
+// soFarPages is a browser that proves a long page a chunk at a time (coordinator.SoFar): so far,
+// only the first link and field; the rest come with list_links and extract_fields.
+type soFarPages struct {
+	*browsertest.Pages
+	whole bool
+	calls int // LinksSoFar and FieldsSoFar calls
+}
+
+func (b *soFarPages) LinksSoFar(ctx context.Context) ([]bridge.Link, bool, error) {
+	b.calls++
+	ls, err := b.Links(ctx)
+	if b.whole {
+		return ls, true, err
+	}
+	return ls[:1], false, err
+}
+
+func (b *soFarPages) FieldsSoFar(ctx context.Context) ([]bridge.Field, bool, error) {
+	b.calls++
+	fs, err := b.Fields(ctx)
+	if b.whole {
+		return fs, true, err
+	}
+	return fs[:1], false, err
+}
+
+// TestPageSoFar: open_url on a browser that proves a long page a chunk at a time hands out the
+// fields and links proven so far and says so (fields_and_links_so_far), and the evidence is only
+// what was handed out; on a page proven whole it says nothing.
+func TestPageSoFar(t *testing.T) {
+	const origin = "http://127.0.0.1:8081"
+	pol := demoPolicy(t, origin)
+	rec := origin + "/records/SYN-0042"
+	for _, whole := range []bool{false, true} {
+		b := &soFarPages{Pages: browsertest.NewPages(map[string]browsertest.Page{rec: {
+			Title:  "SYN-0042",
+			Links:  []bridge.Link{{Text: "SYN-0001", URL: origin + "/records/SYN-0001"}, {Text: "Registry B", URL: origin + "/sources/b/SYN-0042"}},
+			Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
+		}})}
+		b.whole = whole
+		model := &recordingModel{Model: script(open(rec), answer("SYN-0042", map[string]string{"Record ID": "SYN-0042"}, rec))}
+		res := coordinator.New(pol).Run(t.Context(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: b})
+		if res.Status != coordinator.StatusAnswered {
+			t.Fatalf("whole %v: status %s: %s", whole, res.Status, res.Reason)
+		}
+		if b.calls != 2 {
+			t.Errorf("whole %v: %d calls of LinksSoFar and FieldsSoFar, want 2", whole, b.calls)
+		}
+		env, err := coordinator.DecodeResult(toolMessages(model.last)[0].Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := env["untrusted_page_data"].(map[string]any)
+		nl, nf := len(data["links"].([]any)), len(data["fields"].([]any))
+		soFar, _ := data["fields_and_links_so_far"].(bool)
+		want := 1
+		if whole {
+			want = 2
+		}
+		if nl != want || nf != want || soFar == whole {
+			t.Errorf("whole %v: %d links, %d fields, so far %v", whole, nl, nf, soFar)
+		}
 	}
 }

@@ -400,6 +400,29 @@ type pageData struct {
 	// list_links: the model could not open them.
 	Links     []pageLink `json:"links"`
 	MoreLinks int        `json:"more_links,omitempty"`
+	// SoFar: Fields and Links are those of the text read so far, not yet of the whole page (a
+	// long page is proven a chunk at a time); list_links and extract_fields give the whole page's.
+	SoFar bool `json:"fields_and_links_so_far,omitempty"`
+}
+
+// pageParts returns the fields and links that come with a page's first chunk: of the part of
+// the page proven so far when the browser proves a chunk at a time (SoFar), with whether that
+// part is the whole page; else of the whole page.
+func (r *run) pageParts(ctx context.Context) ([]bridge.Field, []bridge.Link, bool, error) {
+	if sf, ok := r.a.Browser.(SoFar); ok {
+		fs, whole, err := sf.FieldsSoFar(ctx)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		ls, whole2, err := sf.LinksSoFar(ctx)
+		return fs, ls, whole && whole2, err
+	}
+	fs, err := r.a.Browser.Fields(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	ls, err := r.a.Browser.Links(ctx)
+	return fs, ls, true, err
 }
 
 // pageLink is a link in an open_url or search_site result: an allowed one, so without the verdict.
@@ -609,13 +632,10 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	r.page = &curPage{url: final.URL, next: page.Next, more: page.More, title: page.Title, heading: page.Heading}
 	r.show(final.URL) // the page the site (or its allowed redirect) ended on
 	// The page's fields and links come with it, so that a lookup needs no call to ask for them:
-	// the same browser calls as extract_fields and list_links, under the same rules (what the
-	// reader proves visible; a credential field ends the run before anything is returned).
-	fs, err := r.a.Browser.Fields(ctx)
-	if err != nil {
-		return r.browserError(ctx, tool, final.URL, err)
-	}
-	ls, err := r.a.Browser.Links(ctx)
+	// under the same rules as extract_fields and list_links (what the reader proves visible; a
+	// credential field ends the run before anything is returned), but, on a long page, of the
+	// part proven so far (pageParts): the first chunk does not wait for the proof of the end.
+	fs, ls, whole, err := r.pageParts(ctx)
 	if err != nil {
 		return r.browserError(ctx, tool, final.URL, err)
 	}
@@ -624,6 +644,7 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 		Offset: page.Offset, Next: page.Next, More: page.More, Truncated: page.Truncated,
 		Fields:       r.evidence(final.URL, now, fs),
 		WithheldRuns: endOnly(page.WithheldRuns, page.More),
+		SoFar:        !whole,
 	}
 	all := r.decideLinks(final.URL, ls)
 	// Only the links given here are numbered for open_url {"link": n}: a link the model was not
