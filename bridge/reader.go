@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -620,6 +621,16 @@ func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode st
 	return &rr, nil
 }
 
+// newFrames says whether now holds a frame that was not in had.
+func newFrames(had, now []string) bool {
+	for _, f := range now {
+		if !slices.Contains(had, f) {
+			return true
+		}
+	}
+	return false
+}
+
 // controlsCredential says why one frame's editable elements include a credential field, or "".
 func controlsCredential(cs []control) string {
 	for _, c := range cs {
@@ -853,13 +864,24 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	if pr.act.activeSince(start) {
 		since = time.Now()
 	}
-	if why, _, err := pr.watch.quiet(ctx, v, since, true); err != nil || why != "" {
-		return nil, why, err
-	}
-	after, err := pr.view(ctx, v)
-	v = after // its sessions, reused, are closed with it
-	if err != nil {
-		return nil, "", err
+	// A frame added meanwhile (a script that answered a request put it in) is in the next view,
+	// not in this one: the page is quiet only once the frames of a view are (its document loaded,
+	// its short timers over), so the wait goes on with each view that holds new frames (a few).
+	var after *pageView
+	for try := 0; ; try++ {
+		if why, _, err := pr.watch.quiet(ctx, v, since, true); err != nil || why != "" {
+			return nil, why, err
+		}
+		had := slices.Clone(v.frames)
+		after, err = pr.view(ctx, v)
+		v = after // its sessions, reused, are closed with it
+		if err != nil {
+			return nil, "", err
+		}
+		if try == 2 || !newFrames(had, after.frames) {
+			break
+		}
+		since = time.Time{}
 	}
 	if why, err := pr.checkCredentials(ctx, after); err != nil || why != "" {
 		return nil, why, err

@@ -39,6 +39,7 @@ func (w *watcher) script() string {
 type watchReport struct {
 	Timers   float64   `json:"timers"`   // ms until the last pending short timeout is due
 	Inflight int       `json:"inflight"` // the page's requests not yet settled
+	Loading  bool      `json:"loading"`  // the frame's document has not fired its load event yet
 	Overflow bool      `json:"overflow"` // more descriptions than the watch keeps between drains
 	Controls []control `json:"controls"` // editable elements seen since the last drain, as init.js describes them
 }
@@ -167,7 +168,7 @@ func (w *watcher) quiet(ctx context.Context, v *pageView, since time.Time, wait 
 			if r.Timers > 0 && r.Timers == r.Timers {
 				pending = max(pending, time.Duration(r.Timers*float64(time.Millisecond)))
 			}
-			busy = busy || r.Inflight > 0
+			busy = busy || r.Inflight > 0 || r.Loading
 		}
 		if !wait || (pending <= 0 && !busy) {
 			return "", waited, nil

@@ -101,6 +101,10 @@
   };
   const N = g.Node && g.Node.prototype, E = g.Element && g.Element.prototype;
   const ownDoc = g.document;
+  // Whether this document is still loading (its load event not yet fired): a frame just added
+  // whose load handlers have not run yet has not started the timers they may start.
+  const readyState = getter(g.Document && g.Document.prototype, 'readyState');
+  const loading = () => { try { return apply(readyState, ownDoc, []) !== 'complete'; } catch (e) { return false; } };
   const MO = g.MutationObserver;
   const state = { list: '', n: 0, overflow: false, seen: new Map() };
   if (N && E && MO) {
@@ -218,7 +222,7 @@
   }
   Object.defineProperty(g, '__BA_WATCH__', {
     value: (k) => {
-      let out = '{"timers":' + pendingTimers() + ',"inflight":' + inflight;
+      let out = '{"timers":' + pendingTimers() + ',"inflight":' + inflight + ',"loading":' + (loading() ? 'true' : 'false');
       if (k === key) {
         out += ',"overflow":' + state.overflow + ',"controls":[' + state.list + ']';
         state.list = ''; state.n = 0; state.overflow = false;
