@@ -295,14 +295,16 @@ limits:
 		// would grow over a day is what outlives the sessions: the floor a renewal falls back to
 		// (the quarter's least sample), and the server process itself.
 		f3, f4 := slices.Min(append(q3[sv.name], math.MaxInt64)), slices.Min(append(q4[sv.name], math.MaxInt64))
-		o3, o4 := meanI(own3[sv.name]), meanI(own4[sv.name])
-		fmt.Fprintf(&out, "%s: floor (least sample) third quarter %d MB, last %d MB; the server process alone: third quarter mean %d MB, last %d MB\n",
-			sv.name, f3/1e6, f4/1e6, o3/1e6, o4/1e6)
+		// The server process saws too (its heap grows with a long page's shots and falls after
+		// each collection, 70 to 190 MB in the runs of BENCHMARKS.md): its floor is what stays.
+		o3, o4 := slices.Min(append(own3[sv.name], math.MaxInt64)), slices.Min(append(own4[sv.name], math.MaxInt64))
+		fmt.Fprintf(&out, "%s: floor (least sample) third quarter %d MB, last %d MB; the server process alone: floor third quarter %d MB, last %d MB (mean %d, %d)\n",
+			sv.name, f3/1e6, f4/1e6, o3/1e6, o4/1e6, meanI(own3[sv.name])/1e6, meanI(own4[sv.name])/1e6)
 		if len(q3[sv.name]) > 0 && len(q4[sv.name]) > 0 && float64(f4) > 1.1*float64(f3)+50e6 {
 			b.Errorf("%s: the memory a renewal falls back to grows over the last half: %d MB in the third quarter, %d MB in the last", sv.name, f3/1e6, f4/1e6)
 		}
-		if o3 > 0 && float64(o4) > 1.1*float64(o3)+20e6 {
-			b.Errorf("%s: the server process grows over the last half: mean %d MB in the third quarter, %d MB in the last", sv.name, o3/1e6, o4/1e6)
+		if len(own3[sv.name]) > 0 && len(own4[sv.name]) > 0 && float64(o4) > 1.1*float64(o3)+20e6 {
+			b.Errorf("%s: the server process grows over the last half: its floor %d MB in the third quarter, %d MB in the last", sv.name, o3/1e6, o4/1e6)
 		}
 	}
 	fmt.Fprintf(&out, "both servers together after warm-up: peak %d MB; %d samples\n", peakAll/1e6, len(samples))

@@ -58,7 +58,9 @@ import (
 //
 // Fail closed, and go on later rather than guess: the first pass shoots the page top down, a
 // group of bands at a time, and decides each run once the bands holding it are shot. A phase
-// that stops (out of maxPixelTime, or on an error) keeps what it decided; the runs it did not
+// that proved the text its read returns stops there (want, errEnough); so does one out of
+// maxPixelTime, or on an error. It keeps what it decided (in each frame, up to its first run
+// still pending: what was proven after it is proven again later); the runs it did not
 // reach are neither read nor judged by styles, but left for the next read of the same page
 // (visState): Read, Links and Fields go on where the last phase stopped, and a page's text grows
 // chunk by chunk as its runs are proven visible. A run that no pass can decide (still not shown
