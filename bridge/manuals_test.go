@@ -233,7 +233,9 @@ func readManualPage(t *testing.T, s *Session, url, plainURL, name string) manual
 		inner, _ = obj["inner"].(string)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A bound for a stuck read, not a speed check: a long page under the suite's load is read in
+	// a few phases, each of which lays the whole page out again.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	p, err := s.Open(ctx, url)
 	if errors.Is(err, ErrCredentialRequired) {

@@ -23,7 +23,7 @@ type pageState struct {
 	title     string
 	heading   string // the first visible h1 of the main frame
 	text      string
-	reads     int // the reads of the page so far (snapshots): each proves twice the text of the last
+	reads     int // the reads of the page so far (snapshots): each proves four times the text of the last
 	links     []Link
 	fields    []Field
 	unread    int    // text runs not proven visible (snapshot.withheld)

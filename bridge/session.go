@@ -316,12 +316,13 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 	for st.vis == nil || (offset >= len(st.text) && !st.whole()) {
 		// A read proves the chunk it returns (and a quarter more, for the white space the
 		// reader adds between blocks), not the whole page: the first read of a long page
-		// answers at the cost of its first screens. Each later read proves twice what the last
-		// did (its chunks wait, proven, for the reads after it), so that a page read to its end
-		// takes a few phases, not one per chunk. Links and Fields (offset MaxInt) prove it all.
+		// answers at the cost of its first screens. Each later read proves four times what the
+		// last did (its chunks wait, proven, for the reads after it), so that a page read to its
+		// end takes a few phases, not one per chunk: every phase lays out and reads the whole
+		// page again. Links and Fields (offset MaxInt) prove it all.
 		want := 0
 		if offset != math.MaxInt && !s.cfg.proveWhole {
-			want = (s.cfg.chunkSize + s.cfg.chunkSize/4) << min(st.reads, 8)
+			want = (s.cfg.chunkSize + s.cfg.chunkSize/4) << min(2*st.reads, 16)
 		}
 		st.reads++
 		snap, cred, err := s.read.snapshot(ctx, st.url, st.vis, want)
