@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -242,11 +243,31 @@ func (s *Server) ExecJob(ctx context.Context, job queue.Job, attempt int) error 
 	s.q.mu.Lock()
 	p := s.q.pending[job.RunID]
 	s.q.mu.Unlock()
-	// The server's stop interrupts its runs with its own reason.
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The server's stop interrupts its runs with its own reason. At the end of a drain, serve
+	// stops the queue (whose StopAndCancel cancels the job) and the server at once: the job's
+	// cancel, while the server drains, is the server's stop too, whichever lands first. The
+	// job's deadline is kept.
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	defer cancel(nil)
+	if d, ok := parent.Deadline(); ok {
+		var cancelD context.CancelFunc
+		ctx, cancelD = context.WithDeadline(ctx, d)
+		defer cancelD()
+	}
 	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
 	defer stop()
+	stopJob := context.AfterFunc(parent, func() {
+		switch {
+		case errors.Is(parent.Err(), context.DeadlineExceeded):
+			// The job's deadline: ctx has it too, and ends by it.
+		case isClosed(s.draining):
+			cancel(stopping)
+		default:
+			cancel(context.Cause(parent))
+		}
+	})
+	defer stopJob()
 	if p == nil || !p.take() {
 		jr := &JobRunner{Policy: s.pol, Launch: s.launch, Presets: s.offered, Store: s.q.store, Deadline: s.limits.RunDeadline,
 			Model: func(spec string) (ModelFunc, error) {
@@ -274,4 +295,14 @@ func presetNamed(ps []coordinator.Preset, name string) (coordinator.Preset, bool
 		}
 	}
 	return coordinator.Preset{}, false
+}
+
+// isClosed says whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
