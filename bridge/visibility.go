@@ -1065,8 +1065,10 @@ const a2Tries = 3
 // painted (late, or without the frame's content while it submits again: the fresh-clone suite
 // read text hidden over generated content in such a frame, the generated content missing from
 // D alone). A pixel of D that no second shot confirms takes A's value (confirmed): no evidence.
-// A surface stale across both shots of D (a frame starved for longer than the waits) is not
-// caught here; only a mark the frame draws in the same shot would prove its surface current.
+// A surface stale across both shots of D (a frame starved for longer than the waits) is caught
+// by shootTwo's second D, as long as the surface shows the frame's states in their order; one
+// that shows an older state after a newer one would be caught only by a mark the frame draws in
+// the same shot (proving its surface current), which is not built.
 //
 // stale (tests: the staleD hook) replaces the first shot of D.
 func (j *pixelJob) shootD(ctx context.Context, a, stale []image.Image, shootAll func() ([]image.Image, error)) ([]image.Image, error) {
