@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -474,28 +475,27 @@ func (s *Session) Links(ctx context.Context) (links []Link, err error) {
 // LinksSoFar returns the visible links of the part of the page proven so far (at least its
 // first chunk's), and whether that part is the whole page: what a page's first chunk comes with,
 // without proving a long page to its end as Links does.
-func (s *Session) LinksSoFar(ctx context.Context) (links []Link, whole bool, err error) {
-	err = s.withPage(ctx, "links", func(ctx context.Context, st *pageState) error {
-		if err := s.readOn(ctx, st, 0); err != nil {
-			return err
-		}
-		links, whole = append([]Link(nil), st.links...), st.whole()
-		return nil
-	})
-	return links, whole, err
+func (s *Session) LinksSoFar(ctx context.Context) ([]Link, bool, error) {
+	return soFar(ctx, s, "links", func(st *pageState) []Link { return st.links })
 }
 
 // FieldsSoFar returns the visible labelled values of the part of the page proven so far, and
 // whether that part is the whole page (as LinksSoFar).
-func (s *Session) FieldsSoFar(ctx context.Context) (fields []Field, whole bool, err error) {
-	err = s.withPage(ctx, "fields", func(ctx context.Context, st *pageState) error {
+func (s *Session) FieldsSoFar(ctx context.Context) ([]Field, bool, error) {
+	return soFar(ctx, s, "fields", func(st *pageState) []Field { return st.fields })
+}
+
+// soFar is LinksSoFar and FieldsSoFar: part of the page's state once at least its first chunk
+// is proven, and whether the page is proven whole.
+func soFar[T any](ctx context.Context, s *Session, op string, part func(*pageState) []T) (out []T, whole bool, err error) {
+	err = s.withPage(ctx, op, func(ctx context.Context, st *pageState) error {
 		if err := s.readOn(ctx, st, 0); err != nil {
 			return err
 		}
-		fields, whole = append([]Field(nil), st.fields...), st.whole()
+		out, whole = slices.Clone(part(st)), st.whole()
 		return nil
 	})
-	return fields, whole, err
+	return out, whole, err
 }
 
 // Fields returns the visible labelled values of the page (dl/dt/dd, table headers and cells,

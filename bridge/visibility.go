@@ -935,16 +935,18 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 // paint to the page's surface on its own schedule, so what it draws may reach the surface between
 // A and D (its first paint, on a busy machine), and every pixel of it would count as a run's
 // (text hidden over it read). A page with such a frame gets a third shot, A2, after the runs'
-// paint is restored, and a pixel counts only where A and A2 agree, as in the four-frame proof.
+// paint is restored, and a pixel counts only where A and A2 agree, as in the four-frame proof;
+// then a second D, and a pixel of D counts only where both Ds agree.
 func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, counts map[runKey]*tally, shootAll func() ([]image.Image, error)) (bool, error) {
 	late := j.r.cfg.lateFirst && !j.slow
+	remote := j.anyRemote() // the frames laid out do not change during the group
 	if late {
 		if err := j.paintRemote(ctx, readerjs.PaintOff, shootAll); err != nil {
 			return true, err
 		}
 	}
 	var stale []image.Image
-	if j.r.cfg.staleD && !j.slow && j.anyRemote() {
+	if j.r.cfg.staleD && !j.slow && remote {
 		// The staleD hook: a shot of the page with the out-of-process frames' text off, taken
 		// now and handed to shootD as its first shot of D (the frames painted again before A).
 		if err := j.paintRemote(ctx, readerjs.PaintOff, shootAll); err != nil {
@@ -962,7 +964,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	if err != nil {
 		return true, err
 	}
-	lagged := j.r.cfg.lagged && !j.slow && j.anyRemote()
+	lagged := j.r.cfg.lagged && !j.slow && remote
 	if lagged {
 		if err := j.paintRemote(ctx, readerjs.PaintOff, shootAll); err != nil {
 			return true, err
@@ -973,17 +975,11 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 			return true, err
 		}
 	}
-	err = j.paint(ctx, readerjs.PaintRuns)
-	var d []image.Image
-	if err == nil {
-		d, err = j.shootD(ctx, a, stale, shootAll)
+	var hook func() error
+	if lagged {
+		hook = func() error { return j.paintRemote(ctx, readerjs.PaintOn, shootAll) }
 	}
-	if lagged && err == nil {
-		err = j.paintRemote(ctx, readerjs.PaintOn, shootAll)
-	}
-	if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
-		err = perr
-	}
+	d, err := j.shootOff(ctx, a, stale, shootAll, hook)
 	if errors.Is(err, errInexact) {
 		j.slowWhy = "a run's paint not turned off alone"
 		return false, nil
@@ -992,7 +988,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		return true, err
 	}
 	a2 := a
-	if j.anyRemote() {
+	if remote {
 		// The restore may itself reach the surface late: A2 is shot again, waiting, until it
 		// shows what A showed (at most a2Tries shots). What a frame drew after A stays in every
 		// A2, and its pixels stay unstable, whatever the number of tries.
@@ -1007,8 +1003,6 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 				return true, err
 			}
 		}
-	}
-	if j.anyRemote() {
 		// A second D after A2: the runs' paint off again, shot and confirmed as the first. A
 		// frame's surface may lag its paint by any time on a busy machine, but it shows its
 		// states in order: a pixel that shows one thing in A and A2 and another in both shots of
@@ -1016,14 +1010,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		// surface shows D1 the frame's earlier state (its text turned off by a previous change
 		// not yet drawn in A: the generated content of the suite's load flake) and D2 its later
 		// one: they differ, and that pixel is no evidence (confirmed takes A's value).
-		err = j.paint(ctx, readerjs.PaintRuns)
-		var d2 []image.Image
-		if err == nil {
-			d2, err = j.shootD(ctx, a, nil, shootAll)
-		}
-		if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
-			err = perr
-		}
+		d2, err := j.shootOff(ctx, a, nil, shootAll, nil)
 		if errors.Is(err, errInexact) {
 			j.slowWhy = "a run's paint not turned off alone"
 			return false, nil
@@ -1038,7 +1025,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		}
 	}
 	j.twos++
-	if j.tampered && !j.anyRemote() {
+	if j.tampered && !remote {
 		// The page changed during the shots: what changed is voided (voidChanged), and the rest
 		// counts only where a third shot, A2, shows what A showed (a change may draw outside
 		// the boxes it reports: generated content, a rule that matches another element).
@@ -1053,6 +1040,23 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		j.voidChanged(bands, all, counts)
 	}
 	return true, nil
+}
+
+// shootOff turns exactly the runs' paint off, shoots D (shootD), runs hook (a test's, or nil)
+// and restores the paint. errInexact: the runs' paint could not be turned off alone.
+func (j *pixelJob) shootOff(ctx context.Context, a, stale []image.Image, shootAll func() ([]image.Image, error), hook func() error) ([]image.Image, error) {
+	err := j.paint(ctx, readerjs.PaintRuns)
+	var d []image.Image
+	if err == nil {
+		d, err = j.shootD(ctx, a, stale, shootAll)
+	}
+	if hook != nil && err == nil {
+		err = hook()
+	}
+	if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
+		err = perr
+	}
+	return d, err
 }
 
 // a2Tries bounds the shots of A2 on a page with an out-of-process frame (shootTwo), and the
