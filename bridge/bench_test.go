@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,6 +229,17 @@ func BenchmarkLongPagePhases(b *testing.B) {
 		{"postgresql", "sql-select.html"},
 		{"python", "library/re.html"},
 		{"python", "library/functions.html"},
+	}
+	// BRIDGE_BENCH_PAGES=manual:path,... reads those pages instead.
+	if env := os.Getenv("BRIDGE_BENCH_PAGES"); env != "" {
+		pages = pages[:0]
+		for _, mp := range strings.Split(env, ",") {
+			m, p, ok := strings.Cut(mp, ":")
+			if !ok {
+				b.Fatalf("BRIDGE_BENCH_PAGES: %q is not manual:path", mp)
+			}
+			pages = append(pages, struct{ manual, path string }{m, p})
+		}
 	}
 	for _, prove := range []string{"chunk", "page"} {
 		for _, pg := range pages {
