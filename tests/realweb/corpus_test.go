@@ -186,12 +186,11 @@ func (c *corpus) read(url string) (r reading) {
 			} else {
 				r.Err = err
 			}
+			r.Text = b.String() // what was handed out before the error counts
 			return r
 		}
-		if ch.Text != "" {
-			b.WriteString("\n")
-			b.WriteString(ch.Text)
-		}
+		// A chunk goes on where the last ended (offsets into one text): nothing between them.
+		b.WriteString(ch.Text)
 		r.Withheld, r.Unproven = ch.Withheld, ch.Unproven
 		if ch.Next <= next && !ch.More {
 			break
