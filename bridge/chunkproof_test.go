@@ -136,3 +136,43 @@ func TestChunkProofLinksSoFar(t *testing.T) {
 		t.Errorf("LinksSoFar after Links: whole %v, %v", whole, err)
 	}
 }
+
+// TestChunkProofParagraphWhole: one paragraph many screens long, read to its end, comes out as
+// the page draws it, though several reads decided its runs: no line break inside it, words that
+// touch still touching ("w7x7"), words apart still one space apart. (Before each read's text was
+// put after the last's with a blank line, so the paragraph broke where a read ended.)
+func TestChunkProofParagraphWhole(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	const n = 2500 // about 24 KB of text: three reads' chunks
+	var page, want strings.Builder
+	page.WriteString(`<h1>One long paragraph</h1><p style="width:300px">`)
+	for i := range n {
+		fmt.Fprintf(&page, "<b>w%d</b>x%d ", i, i)
+		if i > 0 {
+			want.WriteString(" ")
+		}
+		fmt.Fprintf(&want, "w%dx%d", i, i)
+	}
+	page.WriteString("</p><p>After the paragraph.</p>")
+	p, err := s.Open(ctxT(t), visURL(page.String(), visMarker(4730, false)))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if !p.More || p.Account.Pending == 0 {
+		t.Fatalf("Open proved the whole page (more %v, pending %d): the paragraph must span reads", p.More, p.Account.Pending)
+	}
+	text := readAll(t, s)
+	start, end := strings.Index(text, "w0x0"), strings.Index(text, "After the paragraph.")
+	if start < 0 || end < start {
+		t.Fatalf("the paragraph or what follows it not read: %q", clip(text, 300))
+	}
+	got := strings.TrimSpace(text[start:end])
+	if got != want.String() {
+		i := 0
+		for i < len(got) && i < len(want.String()) && got[i] == want.String()[i] {
+			i++
+		}
+		t.Fatalf("the paragraph differs from the page's at byte %d: got %q, want %q", i, clip(got[max(0, i-40):], 80), clip(want.String()[max(0, i-40):], 80))
+	}
+}

@@ -82,7 +82,7 @@ func (c *pageCache) credentialErr(st *pageState) error {
 }
 
 // add appends what a read of st's page proved visible: the text after what earlier reads gave
-// (offsets already given stay valid), and the links, fields and headings of the page as far as
+// (offsets already given stay valid), joined to it as the page joins them, and the links, fields and headings of the page as far as
 // it has been read (each read sees every run proven visible so far).
 func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	c.mu.Lock()
@@ -102,7 +102,13 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	case st.text == "":
 		st.text = snap.text
 	case snap.text != "":
-		st.text = capText(st.text+"\n\n"+snap.text, textCap)
+		// A paragraph whose runs two reads decided goes on as the page has it; a new block
+		// after a blank line.
+		join := "\n\n"
+		if snap.join != nil {
+			join = *snap.join
+		}
+		st.text = capText(st.text+join+snap.text, textCap)
 	}
 	st.capCut += snap.cut + before - nonSpace(st.text)
 	st.account = snap.account

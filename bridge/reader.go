@@ -685,13 +685,17 @@ type snapshot struct {
 	account Account
 	list    []WithheldRun
 	cut     int // characters the text cap cut from text (pageCache.add counts them withheld)
+	// join goes between the text earlier reads gave and text, when text goes on a block an
+	// earlier read's run began (nil: a blank line).
+	join *string
 }
 
 type rawRead struct {
-	URL     string `json:"url"`
-	Title   string `json:"title"`
-	Heading string `json:"heading"`
-	Text    string `json:"text"`
+	URL     string  `json:"url"`
+	Title   string  `json:"title"`
+	Heading string  `json:"heading"`
+	Text    string  `json:"text"`
+	Join    *string `json:"join"` // mode read: what goes between earlier reads' text and this one's (js/reader/50_walk.js)
 	Links   []struct {
 		Text string `json:"text"`
 		Href string `json:"href"`
@@ -889,7 +893,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	if !sameOrigin(after.mainURL, opened) {
 		return nil, "", ErrPageChanged
 	}
-	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading, vis: vis, decided: decided}
+	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading, vis: vis, decided: decided, join: reads[mainID].Join}
 	for _, rr := range reads {
 		snap.withheld += rr.Withheld
 	}

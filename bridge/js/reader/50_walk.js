@@ -150,7 +150,24 @@
   main.structures = [];
   const out = [];
   walk(doc.body || root, out, main);
-  const text = out.join('')
+  const raw = out.join('');
+  // join: what goes between the text earlier reads gave and this read's, when this read's first
+  // new text follows an earlier read's last run in the same block (a paragraph whose runs two
+  // reads decided): nothing inside a word, a space or a line break inside a paragraph, a blank
+  // line between paragraphs, as the page has it. null (the caller's blank line) when no earlier
+  // run comes first, new text comes before one, or a child frame's text comes next.
+  let join = null;
+  const lastServed = raw.lastIndexOf(SERVED_CLOSE);
+  if (lastServed >= 0) {
+    const before = raw.slice(0, lastServed + 1).replace(SERVED_RUN, '').replace(FRAME_MARK, '');
+    // The white space that ends the run (its text node's own) and what follows it.
+    const gap = /[\s\u2029]*$/.exec(raw.slice(0, lastServed))[0] + /^[\s\u2029]*/.exec(raw.slice(lastServed + 1))[0];
+    const next = raw.charAt(lastServed + 1 + gap.length);
+    if (!/[^\s\u2029]/.test(before) && next && next !== FRAME_OPEN) {
+      join = gap.includes('\u2029') ? '\n\n' : gap.includes('\n') ? '\n' : gap ? ' ' : '';
+    }
+  }
+  const text = raw
     .replace(SERVED_RUN, '')
     .replace(/[ \t\f\v\u00a0]+/g, ' ')
     .replace(/ *([\n\u2029]) */g, '$1')

@@ -55,6 +55,7 @@
     title: (doc.title || '').replace(/\s+/g, ' ').trim().slice(0, 300),
     heading: main.heading || '',
     text,
+    join,
     links: main.links,
     fields,
     frames: main.frames,
