@@ -112,6 +112,7 @@ func envInt(name string, def int) int {
 // manualResult is one page read through the bridge and compared.
 type manualResult struct {
 	lines, reached int
+	whole          int  // lines reached with innerText's white space
 	timedOut       bool // the bridge's time bound ran out before every run was decided
 	account        Account
 	total          int
@@ -155,6 +156,7 @@ func TestManualsConservation(t *testing.T) {
 					pagesRead++
 					sum.lines += r.lines
 					sum.reached += r.reached
+					sum.whole += r.whole
 					sum.total += r.total
 					sum.account.add(r.account)
 					if float64(r.reached) < minLineShare*float64(r.lines) {
@@ -165,6 +167,7 @@ func TestManualsConservation(t *testing.T) {
 					}
 				}
 			}
+			t.Logf("%s: %d pages, %d lines of %d whole as innerText has them (%.2f%%)", m.Name, pagesRead, sum.whole, sum.lines, 100*float64(sum.whole)/float64(max(sum.lines, 1)))
 			t.Logf("%s: %d pages, %d of %d innerText lines reached the model (%.2f%%), %d pages under %.1f%% (%d of them as the time bound ran out); %d characters: %d handed out, withheld %v",
 				m.Name, pagesRead, sum.reached, sum.lines, 100*float64(sum.reached)/float64(max(sum.lines, 1)), low, 100*minLineShare, timedOut,
 				sum.total, sum.account.Handed, sum.account.Withheld)
@@ -290,17 +293,38 @@ func readManualPage(t *testing.T, s *Session, url, plainURL, name string) manual
 		return strings.Join(strings.Fields(x), "")
 	}
 	got := norm(text)
+	// Whole: the line in one piece, its words one space apart as innerText has them, not broken
+	// across the reader's lines.
+	spaced := func(x string) string {
+		x, _ = invisible.Strip(x)
+		return strings.Join(strings.Fields(x), " ")
+	}
+	var gotLines []string
+	for _, l := range strings.Split(text, "\n") {
+		gotLines = append(gotLines, spaced(l))
+	}
+	gotSpaced := strings.Join(gotLines, "\n")
 	r := manualResult{account: acc, total: total}
-	var missed []string
-	for _, l := range strings.Split(inner, "\n") {
-		if l = norm(l); l == "" {
+	var missed, broken []string
+	for _, line := range strings.Split(inner, "\n") {
+		l := norm(line)
+		if l == "" {
 			continue
 		}
 		r.lines++
-		if strings.Contains(got, l) {
+		switch {
+		case !strings.Contains(got, l):
+			if len(missed) < 5 {
+				missed = append(missed, l)
+			}
+		case strings.Contains(gotSpaced, spaced(line)):
 			r.reached++
-		} else if len(missed) < 5 {
-			missed = append(missed, l)
+			r.whole++
+		default:
+			r.reached++
+			if len(broken) < 5 {
+				broken = append(broken, spaced(line))
+			}
 		}
 	}
 	// The share is the reader's promise where it decided every run. A run still undecided when the
@@ -317,13 +341,11 @@ func readManualPage(t *testing.T, s *Session, url, plainURL, name string) manual
 		t.Errorf("%s: %d of %d innerText lines reached the model (under %.1f%%); withheld %v; first missed: %q",
 			name, r.reached, r.lines, 100*minLineShare, acc.Withheld, missed)
 	}
-	// Lines not found whole while the law holds and nothing rendered was withheld: every character
-	// reached the model, but not in one piece: a paragraph whose runs two reads decided comes out
-	// split, its second part after the first read's text (Python's exceptions.html under the
-	// suite's load). A fidelity fault of the reader (issues 39 and 46), not a loss: logged, and held
-	// by the share above.
-	if r.reached < r.lines && acc.WithheldTotal()-acc.Withheld[readerjs.WhyNotRendered] == 0 {
-		t.Logf("%s: %d lines reached the model split or out of place (every character handed out): first %q", name, r.lines-r.reached, missed)
+	// Lines whose every character reached the model, but not as innerText has them (a break or
+	// other white space inside): logged with their share, so that a paragraph broken between two
+	// reads shows (white space differs from innerText's in places by design: a table cell's tab).
+	if r.whole < r.reached {
+		t.Logf("%s: %d of %d lines reached the model with other white space inside: first %q", name, r.reached-r.whole, r.reached, broken)
 	}
 	testLogf("%s: %d/%d lines, %d chars, account %+v", name, r.reached, r.lines, total, acc)
 	return r

@@ -314,7 +314,9 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 // times). When too little time is left for another phase, readOn returns what there is: More
 // stays set, possibly with no new text, and the next call goes on.
 func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
+	phases := 0
 	for st.vis == nil || (offset >= len(st.text) && !st.whole()) {
+		began := time.Now()
 		// A read proves the chunk it returns (and a quarter more, for the white space the
 		// reader adds between blocks), not the whole page: the first read of a long page
 		// answers at the cost of its first screens. Each later read proves four times what the
@@ -326,12 +328,20 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 			want = (s.cfg.chunkSize + s.cfg.chunkSize/4) << min(2*st.reads, 16)
 		}
 		st.reads++
+		phases++
 		snap, cred, err := s.read.snapshot(ctx, st.url, st.vis, want)
 		if contextGone(err) {
 			// The document the read was in went away under it: the page replaced itself
 			// without a request (the route aborts every navigation the bridge did not start).
 			s.cfg.logf("bridge: %s: the page replaced its document during the read: %v", policy.CleanURL(st.url), err)
 			return ErrPageChanged
+		}
+		if err != nil && phases > 1 && ctx.Err() != nil {
+			// A later phase of this call ran out of the call's time: what the earlier ones
+			// gave is the answer (a phase changes the page's state only once it is read whole),
+			// and the next call goes on.
+			s.cfg.logf("bridge: %s: a read's phase %d ran out of time: %v", policy.CleanURL(st.url), phases, err)
+			return nil
 		}
 		if err != nil {
 			return err
@@ -344,8 +354,10 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 		if snap.withheld > 0 {
 			s.cfg.logf("bridge: %s: %d text runs withheld: %s", policy.CleanURL(st.url), snap.withheld, snap.unproven)
 		}
-		if !st.whole() && snap.decided == 0 && time.Until(deadlineOf(ctx)) < s.cfg.pixelTime {
-			return nil // too little time left for another phase: the next call goes on
+		// Too little time left for another phase (it takes the pixel phase's bound, or what
+		// this one took, and the read after it): the next call goes on.
+		if !st.whole() && time.Until(deadlineOf(ctx)) < max(s.cfg.pixelTime, 2*time.Since(began)) {
+			return nil
 		}
 	}
 	return nil
