@@ -85,6 +85,7 @@ func readDoc(t *testing.T, path string) doc {
 	}
 	d := doc{path: path}
 	lines := strings.Split(string(b), "\n")
+	after := 0 // the first prose line after the last block: a mark is looked for from here only
 	for i := 0; i < len(lines); i++ {
 		m := fenceRE.FindStringSubmatch(lines[i])
 		if m == nil {
@@ -92,7 +93,7 @@ func readDoc(t *testing.T, path string) doc {
 			continue
 		}
 		bl := block{line: i + 1}
-		for j := len(d.prose) - 1; j >= 0; j-- {
+		for j := len(d.prose) - 1; j >= after; j-- {
 			if s := strings.TrimSpace(d.prose[j]); s != "" {
 				if mm := markRE.FindStringSubmatch(s); mm != nil {
 					bl.mark = mm[1]
@@ -111,6 +112,7 @@ func readDoc(t *testing.T, path string) doc {
 			t.Fatalf("%s:%d: code block never closed", path, bl.line)
 		}
 		d.prose = append(d.prose, "")
+		after = len(d.prose)
 		bl.text = strings.Join(body, "\n")
 		d.blocks = append(d.blocks, bl)
 	}
