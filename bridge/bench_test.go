@@ -122,7 +122,7 @@ func BenchmarkReadVisibility(b *testing.B) {
 // watch drains before and after the reads), "pixels" (which holds "shot" and the "eval:layout" /
 // "eval:paint" evaluations) and "eval:read";
 // "recheck" (the credential re-check before Links and Fields) holds a "view", a "quiet" and an
-// "eval:check". It is the breakdown of BENCHMARKS.md ("Issue 18"), reproducible:
+// "eval:check". It is the breakdown of BENCHMARKS.md's guarded Open per phase, reproducible:
 //
 //	go test ./bridge -run '^$' -bench OpenPhases -benchtime 20x -count 3
 //

@@ -225,7 +225,7 @@ func checkChromium(ctx context.Context, rt *bridge.Runtime) check {
 	}
 	wall := s.Wall()
 	s.Close()
-	c.Uses += ", launches; wall " + wall // on: how; off: why (README "The wall")
+	c.Uses += ", launches; wall " + wall // on: how; off: why (docs/security.md, "The operating system's wall")
 	c.OK = true
 	return c
 }
