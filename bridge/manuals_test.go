@@ -116,7 +116,8 @@ type manualResult struct {
 	timedOut       bool // the bridge's time bound ran out before every run was decided
 	account        Account
 	total          int
-	credential     bool // withheld whole: the page showed a credential field
+	credential     bool   // withheld whole: the page showed a credential field
+	refused        string // the policy refused the page's URL (the reason)
 }
 
 // TestManualsConservation reads a sample of each manual's pages, alternating http and https
@@ -134,6 +135,7 @@ func TestManualsConservation(t *testing.T) {
 			pages := manualSample(t, m, n, maxSize)
 			var sum manualResult
 			pagesRead, low, credential, timedOut := 0, 0, 0, 0
+			var refused []string
 			for _, scheme := range []string{"http", "https"} {
 				srv := plainSrv
 				if scheme == "https" {
@@ -151,6 +153,13 @@ func TestManualsConservation(t *testing.T) {
 					r := readManualPage(t, s, srv.URL+"/"+p, plainSrv.URL+"/"+p, m.Name+" "+scheme+" "+p)
 					if r.credential {
 						credential++
+						continue
+					}
+					if r.refused != "" && named {
+						t.Errorf("%s %s %s: a named page refused by the policy: %s", m.Name, scheme, p, r.refused)
+					}
+					if r.refused != "" {
+						refused = append(refused, scheme+" "+p+" ("+r.refused+")")
 						continue
 					}
 					pagesRead++
@@ -171,6 +180,11 @@ func TestManualsConservation(t *testing.T) {
 			t.Logf("%s: %d pages, %d of %d innerText lines reached the model (%.2f%%), %d pages under %.1f%% (%d of them as the time bound ran out); %d characters: %d handed out, withheld %v",
 				m.Name, pagesRead, sum.reached, sum.lines, 100*float64(sum.reached)/float64(max(sum.lines, 1)), low, 100*minLineShare, timedOut,
 				sum.total, sum.account.Handed, sum.account.Withheld)
+			if len(refused) > 0 {
+				// A guard refusing what a person may read: counted and named here, not read (a
+				// named page refused fails above).
+				t.Logf("%s: %d pages refused by the policy, not read: %v", m.Name, len(refused), refused)
+			}
 			if credential > 0 {
 				// Until the credential watch tells a field that was never rendered from one that
 				// was (issue 47: jQuery 1-3's detached feature-test input), such a page is withheld
@@ -250,6 +264,12 @@ func readManualPage(t *testing.T, s *Session, url, plainURL, name string) manual
 		}
 		testLogf("%s: withheld whole: a credential field", name)
 		return manualResult{credential: true}
+	}
+	if de, ok := errors.AsType[*DeniedError](err); ok && de.Hop == 0 {
+		// The policy refuses the page's own URL (a write word in a documentation page's name:
+		// PostgreSQL's sql-delete.html): nothing was read, and the summary counts it.
+		testLogf("%s: refused by the policy: %v", name, err)
+		return manualResult{refused: de.Decision.Reason}
 	}
 	if err != nil {
 		t.Fatalf("%s: Open: %v", name, err)

@@ -157,13 +157,17 @@ type reading struct {
 	Took       time.Duration
 }
 
+// readBound bounds the reading of one page.
+const readBound = 8 * time.Minute
+
 // read opens url in the guarded browser and reads it to its end, as a model that reads every
 // chunk would.
 func (c *corpus) read(url string) (r reading) {
 	start := time.Now()
 	r.URL = url
 	defer func() { r.Took = time.Since(start) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// A stuck read's bound, not a speed check: a long manual page under load takes minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), readBound)
 	defer cancel()
 	p, err := c.browser.Open(ctx, url)
 	if ce, ok := errors.AsType[*bridge.CredentialError](err); ok {

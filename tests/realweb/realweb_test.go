@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,7 +172,7 @@ func TestManualPages(t *testing.T) {
 // page; those only form fields hold counted apart, since a field's value is never read) found in
 // what the model got, and the passages withheld, by reason. Each page's figures
 // go to the log; BENCHMARKS.md quotes them. It takes minutes: go test -run '^$' -bench RealWeb
-// -benchtime 1x ./tests/realweb/.
+// -benchtime 1x ./tests/realweb/ ($REALWEB_PAGES=/python/: only the paths that hold it).
 func BenchmarkRealWeb(b *testing.B) {
 	c := startCorpus(b, rt)
 	pp := plainPage(b)
@@ -182,6 +183,10 @@ func BenchmarkRealWeb(b *testing.B) {
 	}
 	for _, p := range manualPages() {
 		pages = append(pages, page{p, ""})
+	}
+	// REALWEB_PAGES=/python/ reads only the pages whose path holds it.
+	if only := os.Getenv("REALWEB_PAGES"); only != "" {
+		pages = slices.DeleteFunc(pages, func(p page) bool { return !strings.Contains(p.path, only) })
 	}
 	// What a person reads, once per page (the same files over both schemes), the text only
 	// fields hold apart.
