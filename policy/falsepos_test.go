@@ -160,3 +160,41 @@ func TestQueryTemplates(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryBareToken: a route may accept one bare query token ("/_static/*?{version}": Sphinx's
+// "pydoctheme.css?2022.1", a cache-busting version on stylesheets and scripts all over the web),
+// and nothing else in its query: no name=value, no second token, no escape, no write word.
+func TestQueryBareToken(t *testing.T) {
+	p := mustParse(t, strings.Replace(realisticPolicy, "    search:", "      - /_static/*?{version}\n    search:", 1))
+	const o = "https://registry.example.org"
+	for _, tt := range []struct {
+		path   string
+		reason string // "" for allow
+	}{
+		{"/_static/pydoctheme.css?2022.1", ""},
+		{"/_static/js/app.js?v3", ""},
+		{"/_static/pydoctheme.css", ""},
+		{"/_static/pydoctheme.css?", ""},
+		{"/_static/pydoctheme.css?v=2022.1", ReasonQueryParam},
+		{"/_static/pydoctheme.css?2022.1&x", ReasonQueryParam},
+		{"/_static/pydoctheme.css?2022.1&2023", ReasonQueryParam},
+		{"/_static/pydoctheme.css?%32022", ReasonQueryParam},
+		{"/_static/pydoctheme.css?a+b", ReasonQueryParam},
+		{"/_static/x.css?deleteall", ReasonWriteWord},
+		{"/_static/x.css?logout", ReasonWriteWord},
+		{"/records?2022.1", ReasonQueryParam}, // a route without the bare template takes none
+	} {
+		d, _ := p.Decide(DecideArgs{URL: o + tt.path})
+		switch {
+		case tt.reason == "" && !d.Allowed():
+			t.Errorf("%s: got deny %q (%s), want allow", tt.path, d.Reason, d.Rule)
+		case tt.reason != "" && (d.Allowed() || d.Reason != tt.reason):
+			t.Errorf("%s: got %v %q, want deny %q", tt.path, d.Verdict, d.Reason, tt.reason)
+		}
+	}
+	for _, bad := range []string{"/_static/*?{version}&v={v}", "/_static/*?{ver sion}", "/_static/*?{}"} {
+		if _, err := Parse([]byte("version: 1\nsites:\n  - origin: http://a.test\n    read: ['"+bad+"']\n"), "bad"); err == nil {
+			t.Errorf("route %q: accepted, want an error", bad)
+		}
+	}
+}

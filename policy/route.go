@@ -20,6 +20,9 @@ type route struct {
 	// query maps each accepted parameter name to its value: a "{name}" (any value) or a literal.
 	// A route without a query template accepts no parameters.
 	query map[string]queryParam
+	// bare: the template is one bare "{name}" ("/static/*?{version}"): the query is one token
+	// with no "=" (a stylesheet's cache-busting "?2022.1"), letters, digits, _ . ~ or -.
+	bare bool
 }
 
 type routeSeg struct {
@@ -43,7 +46,7 @@ var reQueryToken = regexp.MustCompile(`^[A-Za-z0-9_.~-]+$`)
 
 // compileRoute validates a read pattern: an absolute path with no fragment, percent-encoding,
 // ';', dot segments or empty segments other than the root, then optionally "?" and a query
-// template of name={var} or name=literal pairs joined by "&".
+// template of name={var} or name=literal pairs joined by "&", or one bare {var} (a token alone).
 func compileRoute(pattern string) (route, error) {
 	r := route{pattern: pattern}
 	if !strings.HasPrefix(pattern, "/") {
@@ -52,6 +55,14 @@ func compileRoute(pattern string) (route, error) {
 	path, query, hasQuery := strings.Cut(pattern, "?")
 	if strings.ContainsAny(path, "?#%;\\ \t\r\n") {
 		return r, fmt.Errorf("route %q: the path must be plain (no #, %%, ;, \\ or white space)", pattern)
+	}
+	if hasQuery && strings.HasPrefix(query, "{") && strings.HasSuffix(query, "}") && !strings.ContainsAny(query, "=&") {
+		// One bare token: a cache-busting version (the whole query, no name=value).
+		v, _, _, err := parseVariable(query[1 : len(query)-1])
+		if err != nil || !reQueryToken.MatchString(v) {
+			return r, fmt.Errorf("route %q: malformed query variable %q", pattern, query)
+		}
+		r.bare, hasQuery = true, false
 	}
 	if hasQuery {
 		q, err := compileQuery(pattern, query)
@@ -182,6 +193,10 @@ func (r *route) match(segs []string) bool {
 func (r *route) queryOK(q string) bool {
 	if q == "" {
 		return true
+	}
+	if r.bare {
+		// One token, nothing else: no name=value, no second token, no escape.
+		return reQueryToken.MatchString(q)
 	}
 	if len(r.query) == 0 {
 		// No template: no parameters. A bare "?" or only "&"s carry nothing.
