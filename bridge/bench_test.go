@@ -253,7 +253,7 @@ func BenchmarkLongPagePhases(b *testing.B) {
 func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 	man := testutil.ManualByName(b, manual)
 	site, _, _ := testutil.ServeDir(b, man.Dir)
-	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\"]\n", site.URL)), "long pages")
+	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\", \"/_static/*?{version}\"]\n", site.URL)), "long pages")
 	if err != nil {
 		b.Fatal(err)
 	}

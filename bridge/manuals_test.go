@@ -199,7 +199,9 @@ func TestManualsConservation(t *testing.T) {
 // trusting ca only. onePhase gives a pixel phase time to decide a whole page.
 func manualSession(t *testing.T, origin string, ca *x509.Certificate, onePhase bool) *Session {
 	t.Helper()
-	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/*\"]\n", origin)), "manuals")
+	// Sphinx's stylesheets carry a cache-busting version ("pydoctheme.css?2022.1"): the page is
+	// read styled, as a person sees it.
+	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/*\", \"/_static/*?{version}\"]\n", origin)), "manuals")
 	if err != nil {
 		t.Fatal(err)
 	}
