@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,6 +136,21 @@ var routeVisible = append([]visCase{
 // hiddenCorpus: techniques that leave no readable pixel of the marker. Each is proven invisible by
 // the control in TestVisibilityCorpus (two shots of the page, with two different markers of the
 // same glyph widths, differ in no pixel by pixelDelta or more).
+// clipHidden and clipVisible are the cases of a box cut to the overflow that clips it (inkClip),
+// last in the corpus so that the markers of the cases before them stay as they were.
+var clipHidden = []visCase{
+	// Text positioned out of a clipping box (its containing block is outside it) draws over the
+	// transparent marker: its box is not cut to the box it escapes (inkClip), so its ink is no
+	// evidence of the marker's.
+	{name: "under text that escapes an overflow clip", body: `<div style="position:relative;font:20px monospace;height:40px"><div style="width:40px;height:30px;overflow:hidden"><span style="position:absolute;left:0;top:0;white-space:nowrap">WWWWWWWWWWWWWWWWWWWWWWWWWWWWWW</span></div><span style="position:absolute;left:60px;top:0;color:transparent">{M}</span></div>`},
+}
+
+var clipVisible = []visCase{
+	// A sidebar whose long entry its overflow hides, beside the text (Python's docs): the entry's
+	// box runs under the marker, its glyphs cannot (inkClip cuts the box).
+	{name: "beside a sidebar's hidden overflow", body: `<div style="display:flex;align-items:flex-start"><div style="width:120px;flex:none;overflow-x:hidden;overflow-y:auto;max-height:300px"><p style="margin:0">Sidebar_entry_with_a_long_unbreakable_name_overflowing_far</p></div><p style="margin:0">{M} beside it</p></div>`},
+}
+
 var hiddenCorpus = []visCase{
 	{name: "display none", body: `<div style="display:none">{M}</div>`},
 	{name: "visibility hidden", body: `<div style="visibility:hidden">{M}</div>`},
@@ -414,7 +430,7 @@ func TestVisibilityCorpus(t *testing.T) {
 	var hiddenHeld, visibleRead int
 	var misses []string
 	only := regexp.MustCompile(os.Getenv("VIS_ONLY")) // narrows the corpus while iterating
-	hidden, visible := append(append([]visCase{}, hiddenCorpus...), routeHidden...), append(append([]visCase{}, visibleCorpus...), routeVisible...)
+	hidden, visible := slices.Concat(hiddenCorpus, routeHidden, clipHidden), slices.Concat(visibleCorpus, routeVisible, clipVisible)
 	for i, c := range hidden {
 		if !only.MatchString(c.name) {
 			continue

@@ -140,6 +140,34 @@
     return true;
   };
 
+  // inkClip: the rectangle, in client coordinates, that el's ancestors confine its text's ink to:
+  // the border box (a superset of the padding box that clips) of each ancestor with overflow
+  // hidden or clip on an axis (no clip margin), that axis only, up to the first ancestor taken out
+  // of flow (position absolute or fixed may escape an ancestor's clip: none above it is used).
+  // Scrolling axes (auto, scroll) are not used: what they show is decided by revealing. A run's
+  // box is cut to it, so that a box no glyph can draw in (a sidebar's long word its own overflow
+  // hides) covers none of the text beside it.
+  const inkClipCache = new Map();
+  const inkClip = (el) => {
+    if (inkClipCache.has(el)) return inkClipCache.get(el);
+    let c = null;
+    for (let a = el; a && a !== root && a !== doc.body; a = flatParent(a)) {
+      const s = cs(a);
+      if (s.display !== 'contents') {
+        const cuts = (o) => o === 'hidden' || (o === 'clip' && !(parseFloat(s.overflowClipMargin || '0') > 0));
+        const cx = cuts(s.overflowX), cy = cuts(s.overflowY);
+        if (cx || cy) {
+          const b = a.getBoundingClientRect();
+          const r = { left: cx ? b.left : -Infinity, right: cx ? b.right : Infinity, top: cy ? b.top : -Infinity, bottom: cy ? b.bottom : Infinity };
+          c = c ? { left: Math.max(c.left, r.left), right: Math.min(c.right, r.right), top: Math.max(c.top, r.top), bottom: Math.min(c.bottom, r.bottom) } : r;
+        }
+      }
+      if (s.position === 'absolute' || s.position === 'fixed') break;
+    }
+    inkClipCache.set(el, c);
+    return c;
+  };
+
   const boxed = (el) => {
     while (el && cs(el).display === 'contents') el = flatParent(el);
     return el;
@@ -295,7 +323,15 @@
       let decidable = capH > 0, beyond = scrolledBy(b).n === 0;
       const boxes = [];
       const fixed = !child && pinned(p);
-      for (const r0 of rects) {
+      const ink = inkClip(p);
+      for (const r1 of rects) {
+        let r0 = r1;
+        if (ink) {
+          const l = Math.max(r1.left, ink.left), tp = Math.max(r1.top, ink.top);
+          const rr = Math.min(r1.right, ink.right), bb = Math.min(r1.bottom, ink.bottom);
+          if (rr <= l || bb <= tp) continue; // its overflow hides it all
+          r0 = { left: l, top: tp, width: rr - l, height: bb - tp, right: rr, bottom: bb };
+        }
         let r = r0;
         if (fixed) {
           // Only the part inside the viewport can be seen, now or after any scroll.
