@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -129,9 +130,10 @@ func (s *Site) recordPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	render(w, http.StatusOK, "record", struct {
-		Record Record
-		Hidden string
-	}{rec, s.seed.hidden[rec.ID]})
+		Record  Record
+		Hidden  string
+		Checked string
+	}{rec, s.seed.hidden[rec.ID], time.Now().UTC().Format(time.TimeOnly)})
 }
 
 func (s *Site) sourcePage(w http.ResponseWriter, r *http.Request) {

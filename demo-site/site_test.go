@@ -149,6 +149,10 @@ func TestRecordPage(t *testing.T) {
 		{"source b link", body, `<a href="/sources/b/` + rec.ID + `">`},
 		{"delete form", body, `<form method="post" action="/records/` + rec.ID + `/delete">`},
 		{"edit link", body, `<a href="/records/` + rec.ID + `/edit">Edit</a>`},
+		{"clock script", body, "setInterval("},
+	}
+	if !regexp.MustCompile(`<p class="checked">Checked <time id="checked">\d\d:\d\d:\d\d</time> UTC</p>`).MatchString(body) {
+		t.Errorf("GET /records/%s: no ticking \"Checked HH:MM:SS UTC\" line in\n%s", LookupID, body)
 	}
 	for _, w := range wants {
 		t.Run(w.name, func(t *testing.T) {
@@ -676,7 +680,7 @@ func TestEditEscapesHTML(t *testing.T) {
 	h := s.Handler()
 	do(t, h, http.MethodPost, "/records/SYN-0009/edit", url.Values{"name": {`<script>alert(1)</script>`}})
 	_, body := get(t, h, "/records/SYN-0009")
-	if strings.Contains(body, "<script>") || !strings.Contains(body, "&lt;script&gt;") {
+	if strings.Contains(body, "<script>alert(1)") || !strings.Contains(body, "&lt;script&gt;alert(1)") {
 		t.Errorf("GET /records/SYN-0009 after editing the name to a script tag: not escaped")
 	}
 }

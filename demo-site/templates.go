@@ -3,7 +3,9 @@ package demosite
 import "html/template"
 
 // layout is shared by every page; each page defines "title" and "content". "fields" is a record's
-// fields (recordFields) as the main registry and Registry B both list them.
+// fields (recordFields) as the main registry and Registry B both list them. "clock" makes a record
+// page live, as much of the web is: its "Checked" time (the server's, in UTC) ticks every second,
+// so that a read of the page meets a page that changes while it is read (issue 46).
 const layout = `{{define "layout"}}<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -25,7 +27,17 @@ nav a { margin-right: 1rem; }
 <footer><p>Synthetic Records is a demonstration site. Every record is generated.</p></footer>
 </body>
 </html>
-{{end}}{{define "fields"}}<dl>
+{{end}}{{define "clock"}}<script>
+(function () {
+  var el = document.getElementById("checked"), start = Date.now(), p = el.textContent.split(":");
+  var base = ((+p[0] * 60 + +p[1]) * 60 + +p[2]) * 1000;
+  function two(n) { return (n < 10 ? "0" : "") + n; }
+  setInterval(function () {
+    var s = Math.floor((base + Date.now() - start) / 1000) % 86400;
+    el.textContent = two(Math.floor(s / 3600)) + ":" + two(Math.floor(s / 60) % 60) + ":" + two(s % 60);
+  }, 1000);
+})();
+</script>{{end}}{{define "fields"}}<dl>
 {{range fields .}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>
 {{end}}</dl>{{end}}`
 
@@ -97,6 +109,7 @@ var pageSources = map[string]string{
 	"record": `{{define "title"}}{{.Record.ID}} — {{.Record.Name}} · Synthetic Records{{end}}
 {{define "content"}}<article class="record">
 <h1>{{.Record.ID}} — {{.Record.Name}}</h1>
+<p class="checked">Checked <time id="checked">{{.Checked}}</time> UTC</p>
 {{template "fields" .Record}}
 <h2>Notes</h2>
 <p class="notes">{{.Record.Notes}}</p>
@@ -114,7 +127,8 @@ var pageSources = map[string]string{
 <button type="submit">Delete</button>
 </form>
 </section>
-</article>{{end}}`,
+</article>
+{{template "clock"}}{{end}}`,
 
 	"source": `{{define "title"}}{{.Record.ID}} — {{.Record.Name}} · Registry B{{end}}
 {{define "content"}}<article class="record registry-b">

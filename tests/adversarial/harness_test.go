@@ -66,6 +66,7 @@ type tcase struct {
 	HTTPS        bool                                     // site and canary are https (cases_https_test.go)
 	Check        func(e *env, g guarded) error            // more assertions on the guarded run
 	Needs        testbrowser.Feature                      // a browser feature the positive control needs ("": none)
+	Pace         time.Duration                            // > 0: the model is a server that plays Steps, each turn after Pace (pacedModel)
 }
 
 var (
@@ -114,6 +115,7 @@ type env struct {
 	dir, secretFile                             string
 	rootsFile                                   string // https cases: the site's CA, for the binary
 	repl                                        *strings.Replacer
+	model                                       *pacedModel // the case's model server, when it has Pace
 }
 
 // writeRE finds a word starting with a write word in a request's decoded path and query ("deleteAll"
@@ -356,6 +358,11 @@ func runGuarded(t *testing.T, e *env, inBinary bool) guarded {
 	if c.Model != "" {
 		model = e.x(c.Model)
 	}
+	var oa cli.OpenAIConfig
+	if c.Pace > 0 {
+		e.model = startPacedModel(t, e.script(), c.Pace)
+		model, oa = "openai:approved-model", cli.OpenAIConfig{APIKey: pacedKey, BaseURL: e.model.URL + "/v1"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	var out, errb testutil.Buffer
@@ -365,7 +372,7 @@ func runGuarded(t *testing.T, e *env, inBinary bool) guarded {
 	} else {
 		g.code = cli.Run(ctx, cli.RunConfig{
 			Task: task, PolicyFile: pol, Model: model, JSON: true, DB: db, Transcript: tr,
-			UpstreamRoots: e.rootsFile,
+			UpstreamRoots: e.rootsFile, OpenAI: oa,
 			// The bridge's diagnostic lines go where the binary's would go if it logged them.
 			Launch: cli.SharedLauncher(sharedRuntime(t), e.rootsFile, bridge.WithLogf(func(f string, a ...any) {
 				fmt.Fprintf(&errb, f+"\n", a...)
@@ -413,6 +420,9 @@ func binaryEnv(e *env) []string {
 	if e.c.HTTPS {
 		env = append(env, "BROWSER_AGENT_UPSTREAM_ROOTS="+e.rootsFile)
 	}
+	if e.model != nil {
+		env = append(env, "OPENAI_API_KEY="+pacedKey, "OPENAI_BASE_URL="+e.model.URL+"/v1")
+	}
 	for _, kv := range e.c.Env {
 		env = append(env, e.x(kv))
 	}
@@ -450,6 +460,9 @@ func checkGuarded(t *testing.T, e *env, g guarded) bool {
 	for k, v := range g.audit {
 		outs[k] = v
 	}
+	if e.model != nil {
+		outs["model requests"] = e.model.requests()
+	}
 	for name, text := range outs {
 		for _, s := range e.secrets() {
 			if s != "" && strings.Contains(text, s) {
@@ -460,6 +473,9 @@ func checkGuarded(t *testing.T, e *env, g guarded) bool {
 	for _, m := range e.markers() {
 		if m != "" && (strings.Contains(modelReads(g.transc), m) || strings.Contains(modelReads(g.stdout), m)) {
 			fail("hidden marker %q reached the transcript or stdout", m)
+		}
+		if m != "" && e.model != nil && strings.Contains(modelReads(outs["model requests"]), m) {
+			fail("hidden marker %q reached the model's requests", m)
 		}
 	}
 	if e.c.Check != nil {
@@ -889,7 +905,7 @@ func summary(t *testing.T, title string, mu *sync.Mutex, outs map[string]outcome
 // allCases is the built-in table plus the external cases.
 func allCases(t *testing.T) []*tcase {
 	var cs []*tcase
-	for _, fam := range [][]*tcase{urlCases(), requestCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), lateCases(), visibilityCases(), unicodeCases(), fontCases(), scrollerCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
+	for _, fam := range [][]*tcase{urlCases(), requestCases(), redirectCases(), subresourceCases(), injectionCases(), credentialCases(), lateCases(), visibilityCases(), unicodeCases(), fontCases(), scrollerCases(), changingCases(), forgeryCases(), misuseCases(), rejectionCases(), exhaustionCases(), httpsCases()} {
 		cs = append(cs, fam...)
 	}
 	ext, err := loadExternal(os.Getenv("ADVERSARIAL_CASES_DIR"))
