@@ -37,8 +37,9 @@ var longTokenPages = []string{
 // gives them:
 //
 //   - whole: read the page to its end. Ours: browser-agent mcp (the real binary, guarded
-//     Chromium), open_url then read_page {"length":65536} until nothing more follows; the peer:
-//     Playwright MCP, browser_navigate + browser_snapshot in one turn.
+//     Chromium), open_url {"length":65536} (the page's text up to 64 KiB with its first result),
+//     then read_page {"length":65536} until nothing more follows; the peer: Playwright MCP,
+//     browser_navigate + browser_snapshot in one turn.
 //   - find: what the page says about a phrase from its last fifth. Ours: open_url then
 //     read_page {"find": phrase}; the peer: navigate + snapshot (it has no other way to the text).
 //
@@ -82,7 +83,7 @@ func BenchmarkLongPageTokens(b *testing.B) {
 			// Ours, the whole page.
 			conv := ours.conversation(pol, "Read the page "+u+" to its end.")
 			var text strings.Builder
-			data := conv.ok(b, call{"open_url", map[string]any{"url": u}})
+			data := conv.ok(b, call{"open_url", map[string]any{"url": u, "length": coordinator.MaxReadLength}})
 			text.WriteString(data["text"].(string))
 			for data["more"] == true {
 				data = conv.ok(b, call{"read_page", map[string]any{"length": coordinator.MaxReadLength, "offset": int(data["next"].(float64))}})
@@ -92,6 +93,7 @@ func BenchmarkLongPageTokens(b *testing.B) {
 			sum.oursWhole += conv.input
 			sum.oursTurnsWhole += conv.turns
 			sum.oursChars += conv.results
+			wholeTurns, wholeInput := conv.turns, conv.input
 			// Ours, a phrase from the last fifth of the page's text.
 			phrase := phraseAt(text.String(), 0.8)
 			conv = ours.conversation(pol, fmt.Sprintf("What does the page %s say about %q?", u, phrase))
@@ -109,6 +111,8 @@ func BenchmarkLongPageTokens(b *testing.B) {
 			sum.peer += conv.input
 			sum.peerTurns += conv.turns
 			sum.peerChars += conv.results
+			b.Logf("%s: %d bytes of text; whole: ours %d turns, %d input tokens; peer %d turns, %d (%.2fx)",
+				p, text.Len(), wholeTurns, wholeInput, conv.turns, conv.input, float64(wholeInput)/float64(conv.input))
 		}
 		ours.close()
 		peer.close()
