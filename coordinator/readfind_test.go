@@ -334,3 +334,59 @@ func TestOpenURLLengthCredential(t *testing.T) {
 		}
 	}
 }
+
+// emptyFirst is a browser whose page's first read proved nothing in its time (an empty first
+// chunk that says more follows, as the bridge's under load); the next read gives the text.
+type emptyFirst struct{ *browsertest.Pages }
+
+func (b emptyFirst) Open(ctx context.Context, url string) (bridge.Page, error) {
+	p, err := b.Pages.Open(ctx, url)
+	p.Text, p.Next, p.More = "", 0, true
+	return p, err
+}
+
+// TestOpenURLLengthEmptyFirst: open_url with length reads on from an empty first chunk that says
+// more follows, and gives the first chunk read even when it alone is longer than length; without
+// length the empty chunk is what it gives, and read_page goes on from it.
+func TestOpenURLLengthEmptyFirst(t *testing.T) {
+	const origin = "http://127.0.0.1:8081"
+	pol := demoPolicy(t, origin)
+	rec := origin + "/records/SYN-0042"
+	text := longPage(100) // about 5 KB
+	for _, tc := range []struct {
+		args     string
+		wantText string
+		wantMore bool
+	}{
+		{`{"url":"` + rec + `","length":65536}`, text, false},
+		{`{"url":"` + rec + `","length":10}`, text[:1000], true},
+		{`{"url":"` + rec + `"}`, "", true},
+	} {
+		b := emptyFirst{browsertest.NewPages(map[string]browsertest.Page{rec: {
+			Title: "SYN-0042", Text: text, Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}},
+		}})}
+		b.Chunk = 1000
+		model := &recordingModel{Model: script(call(coordinator.ToolOpenURL, tc.args), call(coordinator.ToolReadPage, `{}`),
+			answer("SYN-0042", map[string]string{"Record ID": "SYN-0042"}, rec))}
+		res := coordinator.New(pol).Run(t.Context(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: b})
+		if res.Status != coordinator.StatusAnswered {
+			t.Fatalf("%s: status %s: %s", tc.args, res.Status, res.Reason)
+		}
+		tm := toolMessages(model.last)
+		env, err := coordinator.DecodeResult(tm[0].Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := env["untrusted_page_data"].(map[string]any)
+		if got := d["text"].(string); got != tc.wantText || d["more"] != tc.wantMore || d["next"] != float64(len(tc.wantText)) {
+			t.Errorf("open_url %s:\n\tgot  %d bytes, next %v, more %v\n\twant %d bytes, more %v", tc.args, len(got), d["next"], d["more"], len(tc.wantText), tc.wantMore)
+		}
+		env, err = coordinator.DecodeResult(tm[1].Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := env["untrusted_page_data"].(map[string]any); tc.wantMore && d["offset"] != float64(len(tc.wantText)) {
+			t.Errorf("open_url %s: the read after it started at %v, want %d", tc.args, d["offset"], len(tc.wantText))
+		}
+	}
+}

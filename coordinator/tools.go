@@ -869,15 +869,17 @@ func (r *run) read(ctx context.Context, off int, given bool, length int) outcome
 }
 
 // readOn joins to ch the whole chunks of the current page that follow it while they fit in
-// length bytes (0: none; a chunk that fills length asks for no more). The chunks of one page follow each other (a chunk ends where the next
-// read starts), so joined they are the page's text from ch.Offset.
+// length bytes (0: none; a chunk that fills length asks for no more). The chunks of one page
+// follow each other (a chunk ends where the next read starts), so joined they are the page's text
+// from ch.Offset. An empty chunk that says more follows (a read whose proof ran out of its time
+// under load) is read on from; a read that adds nothing ends the join.
 func (r *run) readOn(ctx context.Context, ch bridge.Chunk, length int) (bridge.Chunk, error) {
-	for ch.More && ch.Next > ch.Offset && len(ch.Text) < length {
+	for ch.More && ch.Next >= ch.Offset && len(ch.Text) < length {
 		next, err := r.a.Browser.Read(ctx, ch.Next)
 		if err != nil {
 			return ch, err
 		}
-		if next.Offset != ch.Next || len(ch.Text)+len(next.Text) > length || next.Text == "" {
+		if next.Offset != ch.Next || ch.Text != "" && len(ch.Text)+len(next.Text) > length || next.Text == "" {
 			if next.Offset == ch.Next && next.Text == "" {
 				ch = joinChunks(ch, next)
 			}
