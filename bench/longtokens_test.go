@@ -97,13 +97,14 @@ func BenchmarkLongPageTokens(b *testing.B) {
 			// Ours, a phrase from the last fifth of the page's text.
 			phrase := phraseAt(text.String(), 0.8)
 			conv = ours.conversation(pol, fmt.Sprintf("What does the page %s say about %q?", u, phrase))
-			conv.ok(b, call{"open_url", map[string]any{"url": u}})
+			first := conv.ok(b, call{"open_url", map[string]any{"url": u}})
 			if found := conv.ok(b, call{"read_page", map[string]any{"find": phrase}}); found["matches"] == nil || found["matches"].(float64) < 1 {
 				b.Fatalf("%s: find %q: no match in %v", p, phrase, found)
 			}
 			conv.answer("It says what the passage says.")
 			sum.oursFind += conv.input
 			sum.oursTurnsFind += conv.turns
+			findInput, firstNext := conv.input, first["next"]
 			// The peer: one conversation serves both tasks (it reads the whole page either way).
 			conv = peer.conversation(pol, "Read the page "+u+" to its end.")
 			conv.turn(b, call{"browser_navigate", map[string]any{"url": u}}, call{"browser_snapshot", map[string]any{}})
@@ -111,8 +112,8 @@ func BenchmarkLongPageTokens(b *testing.B) {
 			sum.peer += conv.input
 			sum.peerTurns += conv.turns
 			sum.peerChars += conv.results
-			b.Logf("%s: %d bytes of text; whole: ours %d turns, %d input tokens; peer %d turns, %d (%.2fx)",
-				p, text.Len(), wholeTurns, wholeInput, conv.turns, conv.input, float64(wholeInput)/float64(conv.input))
+			b.Logf("%s: %d bytes of text; whole: ours %d turns, %d input tokens; find: %d (first chunk to %v); peer %d turns, %d (whole %.2fx)",
+				p, text.Len(), wholeTurns, wholeInput, findInput, firstNext, conv.turns, conv.input, float64(wholeInput)/float64(conv.input))
 		}
 		ours.close()
 		peer.close()
