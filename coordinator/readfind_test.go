@@ -390,3 +390,56 @@ func TestOpenURLLengthEmptyFirst(t *testing.T) {
 		}
 	}
 }
+
+// stallAt is a browser whose read at offset at proves nothing in its time, stalls times (an
+// empty chunk that says more follows, as the bridge's under load), and then reads on.
+type stallAt struct {
+	*browsertest.Pages
+	at, stalls int
+}
+
+func (b *stallAt) Read(ctx context.Context, offset int) (bridge.Chunk, error) {
+	if offset == b.at && b.stalls > 0 {
+		b.stalls--
+		return bridge.Chunk{Offset: offset, Next: offset, More: true}, nil
+	}
+	return b.Pages.Read(ctx, offset)
+}
+
+// TestReadPageFindStall: a find reads once more from a read that proved nothing (the proof goes
+// on where it stopped) and finds what follows; two in a row end the search there, saying there
+// is more.
+func TestReadPageFindStall(t *testing.T) {
+	const origin = "http://127.0.0.1:8081"
+	pol := demoPolicy(t, origin)
+	rec := origin + "/records/SYN-0042"
+	text := longPage(100) + "The default tablespace is pg_default.\n"
+	for _, tc := range []struct {
+		stalls      int
+		wantMatches float64
+		wantEnd     int
+		wantMore    bool
+	}{
+		{1, 1, len(text), false},
+		{2, 0, 3000, true},
+	} {
+		b := &stallAt{Pages: browsertest.NewPages(map[string]browsertest.Page{rec: {
+			Title: "SYN-0042", Text: text, Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}},
+		}}), at: 3000, stalls: tc.stalls}
+		b.Chunk = 1000
+		model := &recordingModel{Model: script(open(rec), call(coordinator.ToolReadPage, `{"find":"default tablespace"}`),
+			answer("SYN-0042", map[string]string{"Record ID": "SYN-0042"}, rec))}
+		res := coordinator.New(pol).Run(t.Context(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: b})
+		if res.Status != coordinator.StatusAnswered {
+			t.Fatalf("%d stalls: status %s: %s", tc.stalls, res.Status, res.Reason)
+		}
+		env, err := coordinator.DecodeResult(toolMessages(model.last)[1].Content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := env["untrusted_page_data"].(map[string]any)
+		if s := d["searched"].([]any); d["matches"] != tc.wantMatches || s[1] != float64(tc.wantEnd) || d["more"] != tc.wantMore {
+			t.Errorf("%d stalls:\n\tgot  %v matches, searched %v, more %v\n\twant %v, to %d, more %v", tc.stalls, d["matches"], s, d["more"], tc.wantMatches, tc.wantEnd, tc.wantMore)
+		}
+	}
+}

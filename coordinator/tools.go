@@ -924,6 +924,7 @@ func (r *run) find(ctx context.Context, off int, phrase string) outcome {
 	var text strings.Builder
 	start, pos := -1, off
 	var last bridge.Chunk
+	stalled := false
 	for {
 		ch, err := r.a.Browser.Read(ctx, pos)
 		if err != nil {
@@ -937,9 +938,16 @@ func (r *run) find(ctx context.Context, off int, phrase string) outcome {
 		}
 		text.WriteString(ch.Text)
 		last = ch
+		if ch.Text == "" && ch.More && ch.Next == pos && ch.Offset == pos && !stalled {
+			// A read whose proof ran out of its time (under load) having proven nothing more:
+			// once more from there, the proof going on where it stopped; twice ends the search.
+			stalled = true
+			continue
+		}
 		if !ch.More || ch.Next <= pos || text.Len() >= MaxOffset {
 			break
 		}
+		stalled = false
 		pos = ch.Next
 	}
 	t := text.String()
