@@ -34,8 +34,9 @@ const (
 	// model: a tool-call limit, well under policy.MaxURLLength (the longest URL the policy parses).
 	MaxURLArgLength = 2048
 	MaxOffset       = 1 << 26 // read_page offset
-	// MaxReadLength bounds read_page's length, in bytes of text: a long page read in a few calls
-	// rather than one per chunk (each call re-sends the whole conversation to the model).
+	// MaxReadLength bounds read_page's and open_url's length, in bytes of text: a long page read
+	// in a few calls rather than one per chunk (each call re-sends the whole conversation to the
+	// model).
 	MaxReadLength = 64 << 10
 	// MaxFindLength bounds read_page's find phrase, in characters; maxPassages the passages a
 	// find returns, passageContext the bytes of text given on each side of a match.
@@ -111,8 +112,8 @@ func Tools(pol *policy.Policy) []ToolSpec {
 		},
 		{
 			Name:        ToolOpenURL,
-			Description: "Open a page: a link by its number n from the last result that listed links, a URL this run was shown, or the site's own page for the task's record. Returns its title, status, first chunk of text, labelled fields (evidence, as extract_fields) and up to 20 numbered allowed links (list_links has all).",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":` + strconv.Itoa(MaxURLArgLength) + `},"link":{"type":"integer","minimum":1}},"additionalProperties":false}`),
+			Description: "Open a page: a link by its number n from the last result that listed links, a URL this run was shown, or the site's own page for the task's record. Returns its title, status, first chunk of text (length asks for more at once, as read_page), labelled fields (evidence, as extract_fields) and up to 20 numbered allowed links (list_links has all).",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"url":{"type":"string","maxLength":` + strconv.Itoa(MaxURLArgLength) + `},"link":{"type":"integer","minimum":1},"length":{"type":"integer","minimum":1,"maximum":` + strconv.Itoa(MaxReadLength) + `}},"additionalProperties":false}`),
 		},
 		{
 			Name:        ToolReadPage,
@@ -236,6 +237,15 @@ func intArg(args map[string]json.RawMessage, name string) (int, bool, error) {
 		return 0, false, fmt.Errorf("argument %q must be a whole number", name)
 	}
 	return i, true, nil
+}
+
+// lengthArg decodes the optional length of read_page and open_url: bytes of text, 1..MaxReadLength.
+func lengthArg(args map[string]json.RawMessage) (int, bool, error) {
+	n, given, err := intArg(args, "length")
+	if err == nil && given && (n < 1 || n > MaxReadLength) {
+		err = fmt.Errorf("argument \"length\" is out of range 1..%d", MaxReadLength)
+	}
+	return n, given, err
 }
 
 func hasControl(s string) bool {
@@ -524,14 +534,18 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 			!strings.EqualFold(strings.TrimSpace(q), r.res.RecordID) {
 			return refused(call.Name, policy.LayerCoordinator, RuleSearch, ReasonSearchQuery)
 		}
-		return r.open(ctx, call.Name, u)
+		return r.open(ctx, call.Name, u, 0)
 	case ToolOpenURL:
-		args, err := parseObject(call.Args, "url", "link")
+		args, err := parseObject(call.Args, "url", "link", "length")
 		if err != nil {
 			return refusedArgs(call.Name, err.Error())
 		}
 		_, hasURL := args["url"]
 		n, hasLink, err := intArg(args, "link")
+		if err != nil {
+			return refusedArgs(call.Name, err.Error())
+		}
+		length, _, err := lengthArg(args)
 		switch {
 		case err != nil:
 			return refusedArgs(call.Name, err.Error())
@@ -542,13 +556,13 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 			if !ok {
 				return refusedArgs(call.Name, ReasonNoLink)
 			}
-			return r.open(ctx, call.Name, u)
+			return r.open(ctx, call.Name, u, length)
 		}
 		u, err := checkURLArg(args)
 		if err != nil {
 			return refusedArgs(call.Name, err.Error())
 		}
-		return r.open(ctx, call.Name, u)
+		return r.open(ctx, call.Name, u, length)
 	case ToolReadPage:
 		args, err := parseObject(call.Args, "offset", "length", "find")
 		if err != nil {
@@ -561,12 +575,9 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 		if off < 0 || off > MaxOffset {
 			return refusedArgs(call.Name, fmt.Sprintf("argument \"offset\" is out of range 0..%d", MaxOffset))
 		}
-		length, lengthGiven, err := intArg(args, "length")
+		length, lengthGiven, err := lengthArg(args)
 		if err != nil {
 			return refusedArgs(call.Name, err.Error())
-		}
-		if lengthGiven && (length < 1 || length > MaxReadLength) {
-			return refusedArgs(call.Name, fmt.Sprintf("argument \"length\" is out of range 1..%d", MaxReadLength))
 		}
 		if _, ok := args["find"]; ok {
 			phrase, err := checkFind(args)
@@ -595,8 +606,9 @@ func (r *run) execTool(ctx context.Context, call ToolCall) outcome {
 }
 
 // open decides raw (resolved against the current page) and opens the canonical URL only when the
-// policy allows it.
-func (r *run) open(ctx context.Context, tool, raw string) outcome {
+// policy allows it. Its text is the first chunk, joined, when length is given, with the whole
+// chunks that follow while they fit in length bytes (as read_page's length).
+func (r *run) open(ctx context.Context, tool, raw string, length int) outcome {
 	base := ""
 	if r.page != nil {
 		base = r.page.url
@@ -631,19 +643,25 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	}
 	r.page = &curPage{url: final.URL, next: page.Next, more: page.More, title: page.Title, heading: page.Heading}
 	r.show(final.URL) // the page the site (or its allowed redirect) ended on
+	ch := bridge.Chunk{Text: page.Text, Offset: page.Offset, Next: page.Next, More: page.More,
+		Withheld: page.Withheld, Unproven: page.Unproven, Invisible: page.Invisible, Account: page.Account, WithheldRuns: page.WithheldRuns}
+	if ch, err = r.readOn(ctx, ch, length); err != nil {
+		return r.browserError(ctx, tool, final.URL, err)
+	}
+	r.page.next, r.page.more = ch.Next, ch.More
 	// The page's fields and links come with it, so that a lookup needs no call to ask for them:
 	// under the same rules as extract_fields and list_links (what the reader proves visible; a
 	// credential field ends the run before anything is returned), but, on a long page, of the
-	// part proven so far (pageParts): the first chunk does not wait for the proof of the end.
+	// part proven so far (pageParts): the text handed out does not wait for the proof of the end.
 	fs, ls, whole, err := r.pageParts(ctx)
 	if err != nil {
 		return r.browserError(ctx, tool, final.URL, err)
 	}
 	data := pageData{
-		Title: page.Title, HTTPStatus: page.Status, Text: page.Text,
-		Offset: page.Offset, Next: page.Next, More: page.More, Truncated: page.Truncated,
+		Title: page.Title, HTTPStatus: page.Status, Text: ch.Text,
+		Offset: ch.Offset, Next: ch.Next, More: ch.More, Truncated: page.Truncated,
 		Fields:       r.evidence(final.URL, now, fs),
-		WithheldRuns: endOnly(page.WithheldRuns, page.More),
+		WithheldRuns: endOnly(ch.WithheldRuns, ch.More),
 		SoFar:        !whole,
 	}
 	all := r.decideLinks(final.URL, ls)
@@ -665,8 +683,8 @@ func (r *run) open(ctx context.Context, tool, raw string) outcome {
 	content := encodeResult(envelope{
 		Tool: tool, Status: resultOK, Source: final.URL, RetrievedAt: now.Format(time.RFC3339Nano),
 		Untrusted: data,
-		Withheld:  page.WithheldNote(),
-		Account:   accountOf(page.Account, page.More),
+		Withheld:  ch.WithheldNote(),
+		Account:   accountOf(ch.Account, ch.More),
 	})
 	return outcome{
 		step:    newStep(tool, final.URL, policy.Entry{Verdict: policy.Allow, Rule: d.Rule, Reason: d.Reason, Layer: policy.LayerPolicy}),
@@ -835,23 +853,11 @@ func (r *run) read(ctx context.Context, off int, given bool, length int) outcome
 	}
 	url := r.page.url
 	ch, err := r.a.Browser.Read(ctx, off)
+	if err == nil {
+		ch, err = r.readOn(ctx, ch, length)
+	}
 	if err != nil {
 		return r.browserError(ctx, ToolReadPage, url, err)
-	}
-	// The chunks of one page follow each other (a chunk ends where the next read starts), so
-	// joined they are the page's text from off: more chunks while they fit in length.
-	for ch.More && ch.Next > ch.Offset && length > 0 {
-		next, err := r.a.Browser.Read(ctx, ch.Next)
-		if err != nil {
-			return r.browserError(ctx, ToolReadPage, url, err)
-		}
-		if next.Offset != ch.Next || len(ch.Text)+len(next.Text) > length || next.Text == "" {
-			if next.Offset == ch.Next && next.Text == "" {
-				ch = joinChunks(ch, next)
-			}
-			break
-		}
-		ch = joinChunks(ch, next)
 	}
 	r.page.next, r.page.more = ch.Next, ch.More
 	return outcome{
@@ -860,6 +866,28 @@ func (r *run) read(ctx context.Context, off int, given bool, length int) outcome
 			Untrusted: chunkData{Text: ch.Text, Offset: ch.Offset, Next: ch.Next, More: ch.More, WithheldRuns: endOnly(ch.WithheldRuns, ch.More)},
 			Withheld:  ch.WithheldNote(), Account: accountOf(ch.Account, ch.More)}),
 	}
+}
+
+// readOn joins to ch the whole chunks of the current page that follow it while they fit in
+// length bytes (0: none; a chunk that fills length asks for no more). The chunks of one page
+// follow each other (a chunk ends where the next read starts), so joined they are the page's text
+// from ch.Offset. An empty chunk that says more follows (a read whose proof ran out of its time
+// under load) is read on from; a read that adds nothing ends the join.
+func (r *run) readOn(ctx context.Context, ch bridge.Chunk, length int) (bridge.Chunk, error) {
+	for ch.More && ch.Next >= ch.Offset && len(ch.Text) < length {
+		next, err := r.a.Browser.Read(ctx, ch.Next)
+		if err != nil {
+			return ch, err
+		}
+		if next.Offset != ch.Next || ch.Text != "" && len(ch.Text)+len(next.Text) > length || next.Text == "" {
+			if next.Offset == ch.Next && next.Text == "" {
+				ch = joinChunks(ch, next)
+			}
+			break
+		}
+		ch = joinChunks(ch, next)
+	}
+	return ch, nil
 }
 
 // joinChunks is a followed by b, which starts where a ends: b's page-wide notes and account
@@ -896,6 +924,7 @@ func (r *run) find(ctx context.Context, off int, phrase string) outcome {
 	var text strings.Builder
 	start, pos := -1, off
 	var last bridge.Chunk
+	stalled := false
 	for {
 		ch, err := r.a.Browser.Read(ctx, pos)
 		if err != nil {
@@ -909,9 +938,16 @@ func (r *run) find(ctx context.Context, off int, phrase string) outcome {
 		}
 		text.WriteString(ch.Text)
 		last = ch
+		if ch.Text == "" && ch.More && ch.Next == pos && ch.Offset == pos && !stalled {
+			// A read whose proof ran out of its time (under load) having proven nothing more:
+			// once more from there, the proof going on where it stopped; twice ends the search.
+			stalled = true
+			continue
+		}
 		if !ch.More || ch.Next <= pos || text.Len() >= MaxOffset {
 			break
 		}
+		stalled = false
 		pos = ch.Next
 	}
 	t := text.String()
@@ -1110,7 +1146,7 @@ var (
 	reURLInText    = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"]+`)
 	reQuotedInText = regexp.MustCompile(`"[^"]*"`)
 	ownWords       = map[string]bool{
-		`"url"`: true, `"link"`: true, `"query"`: true, `"offset"`: true,
+		`"url"`: true, `"link"`: true, `"query"`: true, `"offset"`: true, `"length"`: true, `"find"`: true,
 		`"` + ToolSearchSite + `"`: true, `"` + ToolOpenURL + `"`: true, `"` + ToolReadPage + `"`: true,
 		`"` + ToolListLinks + `"`: true, `"` + ToolExtractFields + `"`: true,
 	}

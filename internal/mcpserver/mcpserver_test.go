@@ -50,6 +50,7 @@ func newFakeTime(t *testing.T, limit int64, sessionTime time.Duration) *fake {
 		origin + "/search?q=SYN-0042": {Title: "Search", Text: "1 result: SYN-0042", Links: []bridge.Link{{N: 1, Text: "SYN-0042", URL: origin + "/records/SYN-0042"}}},
 		origin + "/records/SYN-0042": {Title: "SYN-0042", Heading: "SYN-0042", Text: "Record ID SYN-0042 Status Active",
 			Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}}},
+		origin + "/about": {Title: "About", Text: aboutText},
 	}
 	f := &fake{}
 	f.srv, err = mcpserver.New(mcpserver.Config{
@@ -89,6 +90,66 @@ func (f *fake) call(t *testing.T, name, args string) (string, map[string]any) {
 	m, _ := res.StructuredContent.(map[string]any)
 	tc, _ := res.Content[0].(*mcp.TextContent)
 	return tc.Text, m
+}
+
+// aboutText is a page of several chunks (browsertest.DefaultChunk characters each).
+var aboutText = strings.Repeat("The registry keeps synthetic records of studies.\n", 200)
+
+// open_url's length is the coordinator's, served as it is: tools/list gives it in open_url's
+// schema, a call with it hands out the page's text joined up to length bytes, and a bad one is a
+// tool error naming it, nothing opened.
+func TestOpenURLLength(t *testing.T) {
+	f := newFake(t, -1)
+	lt, err := f.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range lt.Tools {
+		if tool.Name != coordinator.ToolOpenURL {
+			continue
+		}
+		schema, _ := json.Marshal(tool.InputSchema)
+		var got struct {
+			Properties map[string]struct {
+				Type    string
+				Minimum int
+				Maximum int
+			}
+		}
+		json.Unmarshal(schema, &got)
+		if l := got.Properties["length"]; l.Type != "integer" || l.Minimum != 1 || l.Maximum != coordinator.MaxReadLength {
+			t.Errorf("open_url's schema: length %+v in %s", l, schema)
+		}
+	}
+	for _, tc := range []struct {
+		args       string
+		wantLen    int
+		wantMore   bool
+		wantReason string
+	}{
+		{`{"url":"` + origin + `/about"}`, browsertest.DefaultChunk, true, ""},
+		{`{"url":"` + origin + `/about","length":4500}`, 2 * browsertest.DefaultChunk, true, ""},
+		{`{"url":"` + origin + `/about","length":65536}`, len(aboutText), false, ""},
+		{`{"url":"` + origin + `/about","length":0}`, 0, false, `argument "length" is out of range 1..65536`},
+		{`{"url":"` + origin + `/about","length":"all"}`, 0, false, `argument "length" must be a whole number`},
+	} {
+		text, m := f.call(t, coordinator.ToolOpenURL, tc.args)
+		if tc.wantReason != "" {
+			if m["status"] != "refused" || m["rule"] != coordinator.RuleArguments || m["reason"] != tc.wantReason {
+				t.Errorf("open_url %s:\n\tgot  %s\n\twant refused, reason %q", tc.args, text, tc.wantReason)
+			}
+			continue
+		}
+		data, _ := m["untrusted_page_data"].(map[string]any)
+		got, _ := data["text"].(string)
+		if m["status"] != "ok" || got != aboutText[:tc.wantLen] || data["next"] != float64(tc.wantLen) || data["more"] != tc.wantMore {
+			t.Errorf("open_url %s:\n\tgot  %v, %d characters, next %v, more %v\n\twant ok, %d, more %v",
+				tc.args, m["status"], len(got), data["next"], data["more"], tc.wantLen, tc.wantMore)
+		}
+	}
+	if n := f.launches.Load(); n != 1 {
+		t.Errorf("browsers launched %d, want 1", n)
+	}
 }
 
 // A browser session whose processes pass the memory bound is ended before the next call, which

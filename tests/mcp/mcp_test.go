@@ -136,6 +136,11 @@ func exercise(t *testing.T, cs *mcp.ClientSession) string {
 	if u := untrusted(m); u == nil || !strings.Contains(str(u, "text"), "SYN-0042") {
 		t.Errorf("open_url: the page text is not under untrusted_page_data: %v", m)
 	}
+	// With length, the page's text as far as it fits: the record page whole, its fields with it.
+	res, m = call(t, cs, "open_url", `{"url":"/records/SYN-0042","length":65536}`)
+	if u := untrusted(m); res.IsError || u["more"] != false || !strings.Contains(str(u, "text"), "SYN-0042") || len(u["fields"].([]any)) == 0 {
+		t.Errorf("open_url with length: %s", text(res))
+	}
 	res, m = call(t, cs, "read_page", `{"offset":0}`)
 	if res.IsError || !strings.Contains(str(untrusted(m), "text"), "SYN-0042") {
 		t.Errorf("read_page: %s", text(res))
@@ -169,13 +174,14 @@ func exercise(t *testing.T, cs *mcp.ClientSession) string {
 	return origin
 }
 
-// argRefusals checks bad arguments and unknown tools (11 steps).
+// argRefusals checks bad arguments and unknown tools (15 steps).
 func argRefusals(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
 	for _, tc := range []struct{ tool, args, reason string }{
 		{"open_url", `{"url":5}`, `argument "url" must be a string`},
 		{"open_url", `{"URL":"/"}`, `unknown argument "URL"`},
 		{"open_url", `{}`, `missing argument "url"`},
+		{"open_url", `{"url":"/records/SYN-0042","length":0}`, `argument "length" is out of range 1..65536`},
 		{"search_site", `{"query":"x","query":"y"}`, `argument "query" given twice`},
 		{"search_site", `{"query":"` + strings.Repeat("a", 201) + `"}`, `longer than 200 characters`},
 		{"read_page", `{"offset":-1}`, `out of range`},
@@ -289,8 +295,8 @@ func TestStdio(t *testing.T) {
 // (the policy's max_steps, 20 for the demo) holds.
 func TestStdioRefusalsAndBudget(t *testing.T) {
 	cs, srv := stdioClient(t, "go-sdk-test-client")
-	argRefusals(t, cs) // 11 refused calls and 3 unknown tools, each a step as in a run
-	for i := 15; i <= 20; i++ {
+	argRefusals(t, cs) // 12 refused calls and 3 unknown tools, each a step as in a run
+	for i := 16; i <= 20; i++ {
 		if res, m := call(t, cs, "list_links", `{}`); str(m, "reason") != coordinator.ReasonNoPage {
 			t.Fatalf("call %d: %s", i, text(res))
 		}
