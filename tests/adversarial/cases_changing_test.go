@@ -148,6 +148,11 @@ func logMoment(e *env, g guarded) error {
 		e.t.Logf("the page did not say it changed (the run may have left it before its timer)")
 		return nil
 	}
+	if e.model == nil {
+		// Through MCP (TestAdversarialMCP): the harness calls the tools itself, no model is paced.
+		e.t.Logf("the page changed at %s (through MCP: no model turns)", at.(time.Time).Format("15:04:05.000"))
+		return nil
+	}
 	e.t.Logf("the page changed %s (turns asked at %v ms from the change)", e.model.moment(at.(time.Time), changePace), e.model.turnsSince(at.(time.Time)))
 	return nil
 }
