@@ -379,6 +379,12 @@ func (j *pixelJob) verdictsOf(final, ranCourse bool) (map[string][]int, map[stri
 		}
 		out[id], next.runs[id], whys[id], next.why[id] = vs, st, why, why
 	}
+	if !final && j.frames[j.v.mainID] == nil {
+		// The phase stopped before it laid out the main frame (its time ran out under load):
+		// nothing of the page is decided, and the next read goes on. (It read as done: a first
+		// read then ended the page with every run pending, and none handed out.)
+		next.done = false
+	}
 	return out, whys, next
 }
 
