@@ -82,8 +82,9 @@ func (c *pageCache) credentialErr(st *pageState) error {
 }
 
 // add appends what a read of st's page proved visible: the text after what earlier reads gave
-// (offsets already given stay valid), joined to it as the page joins them, and the links, fields and headings of the page as far as
-// it has been read (each read sees every run proven visible so far).
+// (offsets already given stay valid), joined to it as the page joins them, and the links, fields
+// and headings of the page as far as it has been read (each read sees every run proven visible so
+// far).
 func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

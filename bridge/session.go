@@ -336,7 +336,7 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 			s.cfg.logf("bridge: %s: the page replaced its document during the read: %v", policy.CleanURL(st.url), err)
 			return ErrPageChanged
 		}
-		if err != nil && phases > 1 && ctx.Err() != nil {
+		if err != nil && phases > 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// A later phase of this call ran out of the call's time: what the earlier ones
 			// gave is the answer (a phase changes the page's state only once it is read whole),
 			// and the next call goes on.
