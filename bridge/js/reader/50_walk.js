@@ -161,8 +161,9 @@
   if (lastServed >= 0) {
     const before = raw.slice(0, lastServed + 1).replace(SERVED_RUN, '').replace(FRAME_MARK, '');
     // The white space that ends the run (its text node's own) and what follows it.
-    const gap = /[\s\u2029]*$/.exec(raw.slice(0, lastServed))[0] + /^[\s\u2029]*/.exec(raw.slice(lastServed + 1))[0];
-    const next = raw.charAt(lastServed + 1 + gap.length);
+    const lead = /^[\s\u2029]*/.exec(raw.slice(lastServed + 1))[0];
+    const gap = /[\s\u2029]*$/.exec(raw.slice(0, lastServed))[0] + lead;
+    const next = raw.charAt(lastServed + 1 + lead.length);
     if (!/[^\s\u2029]/.test(before) && next && next !== FRAME_OPEN) {
       join = gap.includes('\u2029') ? '\n\n' : gap.includes('\n') ? '\n' : gap ? ' ' : '';
     }
