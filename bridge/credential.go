@@ -25,16 +25,23 @@ import (
 
 // control is one editable element as the reader reports it: never its value.
 type control struct {
-	Tag          string   `json:"tag"`
-	Type         string   `json:"type"`
-	Role         string   `json:"role"`
-	Autocomplete string   `json:"autocomplete"`
-	InputMode    string   `json:"inputmode"`
-	Pattern      string   `json:"pattern"`
-	MaxLength    int      `json:"maxlength"`
-	Masked       bool     `json:"masked"`
-	Names        []string `json:"names"` // accessible names and descriptions, name, id, placeholder, title
-	Near         []string `json:"near"`  // rendered text just before the element
+	Tag          string `json:"tag"`
+	Type         string `json:"type"`
+	Role         string `json:"role"`
+	Autocomplete string `json:"autocomplete"`
+	InputMode    string `json:"inputmode"`
+	Pattern      string `json:"pattern"`
+	MaxLength    int    `json:"maxlength"`
+	Masked       bool   `json:"masked"`
+	// ReadOnly: an element that is a field only because its role says textbox, which the page
+	// also declares read-only (aria-readonly=true) and the browser does not make editable (no
+	// contenteditable). Nobody can type into it: select2 shows a choice in one, whose id carries
+	// two random letters ("select2-state-pw-container" named a sign-in field one load in 1,296).
+	// Taking the page's word here opens nothing: a page that wants its field unseen can leave the
+	// role out, and a script-driven box without one is no field to the reader either.
+	ReadOnly bool     `json:"readonly"`
+	Names    []string `json:"names"` // accessible names and descriptions, name, id, placeholder, title
+	Near     []string `json:"near"`  // rendered text just before the element
 }
 
 // credentialAutocomplete are autocomplete tokens that mark a credential field; any cc-* token does
@@ -110,7 +117,7 @@ func credentialField(c control) string {
 			return fmt.Sprintf("%s with autocomplete %s", field, autocompleteToken(tok))
 		}
 	}
-	if tag == "input" && nonTextInputs[typ] {
+	if tag == "input" && nonTextInputs[typ] || c.ReadOnly {
 		return ""
 	}
 	if c.Masked {
@@ -384,8 +391,9 @@ func findCredential(root *cdpNode) string {
 		ids := map[string]*cdpNode{}
 		var labels []*cdpNode
 		type ctl struct {
-			n      *cdpNode
-			labels []*cdpNode // ancestor label elements
+			n        *cdpNode
+			labels   []*cdpNode // ancestor label elements
+			readOnly bool       // control's ReadOnly
 		}
 		var controls []ctl
 		var nested []*cdpNode
@@ -404,9 +412,10 @@ func findCredential(root *cdpNode) string {
 					labels = append(labels, n)
 					ancestors = append(ancestors[:len(ancestors):len(ancestors)], n)
 				case n.LocalName == "input", n.LocalName == "textarea", n.LocalName == "select":
-					controls = append(controls, ctl{n, ancestors})
+					controls = append(controls, ctl{n: n, labels: ancestors})
 				case hasCE && !editable, strings.EqualFold(n.attr("role"), "textbox"):
-					controls = append(controls, ctl{n, ancestors})
+					ro := !hasCE && !editable && strings.EqualFold(strings.TrimSpace(n.attr("aria-readonly")), "true")
+					controls = append(controls, ctl{n, ancestors, ro})
 				}
 				if hasCE {
 					editable = true
@@ -456,7 +465,8 @@ func findCredential(root *cdpNode) string {
 			}
 			w := credentialField(control{
 				Tag: tag, Type: c.n.attr("type"), Role: c.n.attr("role"), Autocomplete: c.n.attr("autocomplete"),
-				InputMode: c.n.attr("inputmode"), Pattern: c.n.attr("pattern"), MaxLength: ml, Names: names,
+				InputMode: c.n.attr("inputmode"), Pattern: c.n.attr("pattern"), MaxLength: ml, ReadOnly: c.readOnly,
+				Names: names,
 			})
 			if w != "" && why == "" {
 				why = w

@@ -24,7 +24,7 @@ func TestCredentialWithheld(t *testing.T) {
 		// Named only by what a person sees, or by the signals of a code.
 		"code-label", "named-field", "ce-aria", "ce-plaintext", "shy-masked", "shy-plain", "masked-only",
 		"before-label", "before-near", "attr-before", "zero-width", "cyrillic", "greek-leet", "spaced",
-		"digits", "digit-boxes", "role-textbox", "describedby", "german", "french", "spanish", "russian",
+		"digits", "digit-boxes", "role-textbox", "ce-readonly", "describedby", "german", "french", "spanish", "russian",
 		"shadow-label",
 	}
 	s := newSession(t)
@@ -187,7 +187,8 @@ func TestReaderNoFieldText(t *testing.T) {
 }
 
 // TestCredentialNone is the negative control: a search box, a hidden input and a checkbox whose
-// names mention a password, and the word in text, are not credential fields.
+// names mention a password, a read-only role=textbox whose id holds "pw" (select2's choice), and
+// the word in text, are not credential fields.
 func TestCredentialNone(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
@@ -220,6 +221,9 @@ func TestCredentialField(t *testing.T) {
 		{"contenteditable", control{Tag: "div", Names: []string{"Password"}}, true},
 		{"comment", control{Tag: "div", Names: []string{"Comment"}}, false},
 		{"quantity", control{Tag: "input", Type: "number", MaxLength: 3, Names: []string{"Quantity"}}, false},
+		// select2's choice: a role=textbox span the page says is read-only, with two random letters in its id.
+		{"read-only role textbox", control{Tag: "span", Role: "textbox", ReadOnly: true, Names: []string{"Alabama", "select2-state-pw-container"}}, false},
+		{"role textbox", control{Tag: "span", Role: "textbox", Names: []string{"Alabama", "select2-state-pw-container"}}, true},
 	}
 	for _, tt := range tests {
 		if got := credentialField(tt.c) != ""; got != tt.want {

@@ -139,13 +139,16 @@
       // removes it (a field shown for one frame still withholds the page).
       if (!apply(isConnected, el, []) || apply(ownerDocument, el, []) !== ownDoc) return;
       const tag = apply(localName, el, []);
-      let type = '';
+      let type = '', readonly = false;
       if (tag === 'input') {
         type = apply(lower, apply(trim, attr(el, 'type'), []), []);
         if (apply(indexOf, TEXTLESS, [' ' + type + ' ']) >= 0 && type !== '') return;
       } else if (tag !== 'textarea' && tag !== 'select') {
         const roles = ' ' + apply(lower, attr(el, 'role'), []) + ' ';
-        if (!apply(editable, el, []) && apply(indexOf, roles, [' textbox ']) < 0 && apply(indexOf, roles, [' searchbox ']) < 0) return;
+        const host = apply(editable, el, []);
+        if (!host && apply(indexOf, roles, [' textbox ']) < 0 && apply(indexOf, roles, [' searchbox ']) < 0) return;
+        // A field only by its role, and read-only by the page's word (credential.go's ReadOnly).
+        readonly = !host && apply(lower, apply(trim, attr(el, 'aria-readonly'), []), []) === 'true';
       }
       // The description is JSON written here from strings, numbers and booleans only: the page's
       // toJSON on a prototype never runs. Its shape is the bridge's control (credential.go).
@@ -180,7 +183,7 @@
       const ml = +attr(el, 'maxlength') | 0;
       const j = '{"tag":' + stringify(tag) + ',"type":' + stringify(type) + ',"role":' + stringify(attr(el, 'role')) +
         ',"autocomplete":' + stringify(attr(el, 'autocomplete')) + ',"inputmode":' + stringify(attr(el, 'inputmode')) +
-        ',"pattern":' + stringify(attr(el, 'pattern')) + ',"maxlength":' + (ml > 0 ? ml : 0) + ',"masked":' + (masked ? 'true' : 'false') +
+        ',"pattern":' + stringify(attr(el, 'pattern')) + ',"maxlength":' + (ml > 0 ? ml : 0) + ',"masked":' + (masked ? 'true' : 'false') + ',"readonly":' + (readonly ? 'true' : 'false') +
         ',"names":[' + names + '],"near":[' + stringify(apply(slice, near, [-120])) + ']}';
       if (apply(mapHas, state.seen, [j])) return;
       if (apply(mapSize, state.seen, []) > 5000) apply(mapClear, state.seen, []);

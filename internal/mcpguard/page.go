@@ -35,7 +35,9 @@ const describeJS = `const D = (el) => {
   return {tag, type: tag === 'input' ? String(el.type || 'text').toLowerCase() : txt(el.getAttribute('type')).toLowerCase(),
     role: txt(el.getAttribute('role')), autocomplete: txt(el.getAttribute('autocomplete')),
     inputmode: txt(el.getAttribute('inputmode')), pattern: String(el.getAttribute('pattern') || '').slice(0, 100),
-    maxlength: el.maxLength > 0 ? el.maxLength : 0, masked: !!sec && sec !== 'none', names, near, filled};
+    maxlength: el.maxLength > 0 ? el.maxLength : 0, masked: !!sec && sec !== 'none', names, near, filled,
+    readonly: tag !== 'input' && tag !== 'textarea' && tag !== 'select' && !el.isContentEditable &&
+      txt(el.getAttribute('aria-readonly')).toLowerCase() === 'true'};
 };`
 
 // targetJS describes the element a ref names.

@@ -61,7 +61,7 @@
   const TEXTLESS = new Set(['hidden', 'submit', 'button', 'reset', 'image', 'checkbox', 'radio', 'file', 'range', 'color']);
   const controlOf = (el) => {
     const tag = el.localName;
-    let typ = '';
+    let typ = '', readonly = false;
     if (tag === 'input') {
       typ = String(el.type || '').toLowerCase();
       if (TEXTLESS.has(typ)) return null;
@@ -69,6 +69,8 @@
       const role = (el.getAttribute('role') || '').toLowerCase();
       const editableHost = el.isContentEditable && !(flatParentOf(el) && flatParentOf(el).isContentEditable);
       if (!editableHost && role !== 'textbox') return null;
+      // A field only by its role, and read-only by the page's word (credential.go's ReadOnly).
+      readonly = !el.isContentEditable && (el.getAttribute('aria-readonly') || '').trim().toLowerCase() === 'true';
     }
     const names = [];
     const add = (t) => { if (t) names.push(String(t).slice(0, 500)); };
@@ -89,7 +91,7 @@
       tag, type: typ, role: el.getAttribute('role') || '', autocomplete: el.getAttribute('autocomplete') || '',
       inputmode: el.getAttribute('inputmode') || '', pattern: el.getAttribute('pattern') || '',
       maxlength: tag === 'input' || tag === 'textarea' ? Math.max(0, el.maxLength | 0) : 0,
-      masked, names, near: [nearText(el)],
+      masked, readonly, names, near: [nearText(el)],
     };
   };
   const flatParentOf = (n) => {
