@@ -800,7 +800,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 			}
 		}()
 		start := time.Now()
-		budget := min(time.Until(deadlineOf(ctx))/2, pr.cfg.pixelTime)
+		budget := min(time.Until(deadlineOf(ctx))/2, phaseTime(pr.cfg.pixelTime, prev.stuck()))
 		pctx, cancel := context.WithTimeout(ctx, budget)
 		job, err := pr.pixelVerdicts(pctx, v, prev, want)
 		cancel()

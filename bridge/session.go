@@ -329,17 +329,20 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 		}
 		st.reads++
 		phases++
-		snap, cred, err := s.read.snapshot(ctx, st.url, st.vis, want)
+		prev := st.vis
+		snap, cred, err := s.read.snapshot(ctx, st.url, prev, want)
 		if contextGone(err) {
 			// The document the read was in went away under it: the page replaced itself
 			// without a request (the route aborts every navigation the bridge did not start).
 			s.cfg.logf("bridge: %s: the page replaced its document during the read: %v", policy.CleanURL(st.url), err)
 			return ErrPageChanged
 		}
-		if err != nil && phases > 1 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// A later phase of this call ran out of the call's time: what the earlier ones
-			// gave is the answer (a phase changes the page's state only once it is read whole),
-			// and the next call goes on.
+		if err != nil && (phases > 1 || prev != nil) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// A phase ran out of the call's time: what the earlier ones gave, in this call or
+			// in the calls before it, is the answer (a phase changes the page's state only once
+			// it is read whole), and the next call goes on. (A read of a long page under load
+			// failed the call in its credential scan: "Page.getFrameTree: context deadline
+			// exceeded".) Only a page's first read, which has nothing to give, fails.
 			s.cfg.logf("bridge: %s: a read's phase %d ran out of time: %v", policy.CleanURL(st.url), phases, err)
 			return nil
 		}
@@ -442,31 +445,65 @@ func sameOrigin(u, opened string) bool {
 // current's checks (credential fields, a page that changed by itself). Their errors are prefixed
 // with op.
 func (s *Session) withPage(ctx context.Context, op string, f func(ctx context.Context, st *pageState) error) error {
+	return s.withPageLate(ctx, op, f, nil)
+}
+
+// withPageLate is withPage with late, the call's answer when its own time ran out in current's
+// checks (a machine too busy to answer in it; not its caller's end): late runs on the page as
+// the earlier calls left it, unchecked now, so it must hand out nothing new. Nil: the error.
+func (s *Session) withPageLate(ctx context.Context, op string, f, late func(ctx context.Context, st *pageState) error) error {
 	s.op.Lock()
 	defer s.op.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
+	timeout := s.cfg.navTimeout
+	if st := s.pages.get(); st != nil && st.vis.stuck() > 0 {
+		// A page whose reads ran out of time having decided nothing (a busy machine, a long
+		// page) gets a call twice as long, for a pixel phase up to half of it (phaseTime):
+		// 30 s by default, well inside the 60 s an MCP client commonly waits for an answer.
+		timeout *= 2
+	}
+	call, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if e := s.route.budget.spentErr(); e != nil {
 		return fmt.Errorf("%s: %w", op, e)
 	}
-	st, err := s.current(ctx)
+	st, err := s.current(call)
+	if err != nil && late != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		if st := s.pages.get(); st != nil && !st.withheld && st.vis != nil {
+			s.cfg.logf("bridge: %s: %s out of its call's time in the checks: %v (nothing new handed out; the next call goes on)", policy.CleanURL(st.url), op, err)
+			return late(ctx, st)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	return f(ctx, st)
+	return f(call, st)
 }
 
 // Read returns the chunk of the page's visible text that starts at offset (a byte offset, as
-// returned in Next).
+// returned in Next). A read that runs out of its time before it proves anything new returns
+// More with no new text: the next read goes on.
 func (s *Session) Read(ctx context.Context, offset int) (c Chunk, err error) {
-	err = s.withPage(ctx, "read", func(ctx context.Context, st *pageState) error {
+	inside := func(st *pageState) error {
 		if offset < 0 || offset > len(st.text) {
 			return fmt.Errorf("read: offset %d outside the page's %d bytes of text", offset, len(st.text))
+		}
+		return nil
+	}
+	err = s.withPageLate(ctx, "read", func(ctx context.Context, st *pageState) error {
+		if err := inside(st); err != nil {
+			return err
 		}
 		if err := s.readOn(ctx, st, offset); err != nil {
 			return err
 		}
 		c = s.chunk(st, offset)
+		return nil
+	}, func(_ context.Context, st *pageState) error {
+		if err := inside(st); err != nil {
+			return err
+		}
+		c = s.chunk(st, offset)
+		c.Text, c.Next, c.More = "", offset, true
 		return nil
 	})
 	return c, err

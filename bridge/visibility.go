@@ -146,8 +146,28 @@ type visState struct {
 	why map[string]map[int]string
 	// done: nothing is pending (or pixels are off): the page's text is complete.
 	done bool
-	// shrink counts the phases that ran out of time having decided nothing (bandH).
+	// shrink counts the phases that ran out of time having decided nothing (bandH, phaseTime).
 	shrink int
+}
+
+// stuck is how many phases of the page ran out of time having decided nothing (0 for a page not
+// read yet).
+func (s *visState) stuck() int {
+	if s == nil {
+		return 0
+	}
+	return s.shrink
+}
+
+// phaseTime is the pixel phase's bound for a page whose phases ran out of time having decided
+// nothing stuck times: base, doubled each time. On a busy machine the phase's fixed costs (the
+// layout of every run of a long page, its first band's shots, the paint restored) can exceed
+// base; smaller bands alone never let such a phase decide anything, and the page was withheld
+// whole after maxShrink phases (seen in CI: a 67 KB Python manual page read as nothing, "not
+// proven visible in time"). A page proven in its time never pays more: the bound is a ceiling,
+// and a read stops once it proved its chunk.
+func phaseTime(base time.Duration, stuck int) time.Duration {
+	return base << min(stuck, maxShrink)
 }
 
 // layoutRead is the reader's answer in layout mode.
@@ -1221,6 +1241,11 @@ func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visS
 	// for it: on DocBook pages every line below moves by up to 18 px), and the pass whose boxes
 	// were measured before it starts over (moved). A one-pixel shot first lays the page out as
 	// the shots will see it; its error is the next shot's too.
+	if d := pr.cfg.busyPhase; d > 0 {
+		if err := sleepCtx(ctx, d); err != nil {
+			return j, err
+		}
+	}
 	if _, err := shoot(ctx, v.owner[v.mainID], 0, 0, 1, 1); err != nil {
 		return j, err
 	}
