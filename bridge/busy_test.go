@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,5 +70,42 @@ func TestReadOutOfCallTime(t *testing.T) {
 	}
 	if text := readAll(t, s); !strings.Contains(text, "line-00400") {
 		t.Fatalf("the reads after it did not reach the page's end (%d bytes)", len(text))
+	}
+}
+
+// TestRevealInOrder: a read whose phase stops before its end (here after two groups of bands, as
+// one out of time stops) still moves on through a page whose early run only a reveal can show (a
+// line past a scroll container's edge): the pass stops at that run, the reveal shows it, and the
+// next read goes on after it. Before, every phase proved the runs after it and stopped before its
+// reveals, the text after the run was held back each time, and the page never got past it.
+func TestRevealInOrder(t *testing.T) {
+	t.Parallel()
+	s := newSession(t, withPhaseGroups(2), WithChunkSize(2048))
+	var b strings.Builder
+	b.WriteString(`<p>REVEAL-TOP first line</p><div style="height:60px;overflow:auto;border:1px solid #000"><p>in the box</p>` +
+		`<p style="margin-top:400px">REVEAL-BOXTAIL past the box's edge</p></div>`)
+	for i := 1; i <= 400; i++ {
+		fmt.Fprintf(&b, "<p>line-%03d the quick brown fox jumps over the lazy dog</p>\n", i)
+	}
+	if _, err := s.Open(ctxT(t), visURL(b.String(), "")); err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	off, reads := 0, 0
+	for ; reads < 80; reads++ {
+		c, err := s.Read(ctxT(t), off)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+		text.WriteString(c.Text)
+		if !c.More {
+			break
+		}
+		off = c.Next
+	}
+	got := text.String()
+	if !strings.Contains(got, "REVEAL-BOXTAIL") || !strings.Contains(got, "line-400") {
+		t.Fatalf("after %d reads: the box's hidden line read %v, the page's last line read %v (%d bytes, next %d)",
+			reads, strings.Contains(got, "REVEAL-BOXTAIL"), strings.Contains(got, "line-400"), len(got), off)
 	}
 }

@@ -244,7 +244,14 @@ type pixelJob struct {
 	changes  []changedArea
 	changed  map[runKey]bool
 	voidedBy int // runs voided by the page's changes in this job
-	moves    int // groups whose runs moved under the shots (moved)
+	// inOrder (a read that proves a chunk: want > 0) makes a pass stop, in each frame, at the
+	// first pending run that only a reveal can show (not shown now: a scroll container's line
+	// past its edge): the reveal loop shows it next, then the passes go on. Without it, a pass
+	// proved every run after that one, and a phase that ran out of time before its reveals
+	// handed out nothing past it: on a busy machine each read of Python's extending.html proved
+	// the same 850 runs again and again, and the page never got past its 28,349th byte.
+	inOrder bool
+	moves   int // groups whose runs moved under the shots (moved)
 }
 
 // changedArea is where a change the page made during a group of shots may have drawn: rects in
@@ -357,12 +364,27 @@ func (j *pixelJob) verdictsOf(final, ranCourse bool) (map[string][]int, map[stri
 		// still pending: a run proven visible after it is left for the next read, which proves
 		// it again (a proof holds for the DOM it saw), so that the reads append the page's text
 		// in its order, not band by band (a sidebar's lines between the article's).
+		// A run a reveal of this phase did not show (still not shown after its scroll
+		// containers were scrolled) is withheld now, as a phase that ran its course withholds
+		// it: left pending, it held back the text after it in every read, and a phase that
+		// ran out of time before its end tried it again, and again.
+		gone := func(i int) bool {
+			return !final && f.pending[i] && f.tried[i] && f.unsure[i] == "" && f.boxes != nil && f.boxes[i] == nil
+		}
 		held := -1
 		if !final {
-			held = slices.Index(f.pending, true)
+			for i, p := range f.pending {
+				if p && !gone(i) {
+					held = i
+					break
+				}
+			}
 		}
 		for i, x := range f.verdicts {
 			switch {
+			case gone(i):
+				st[i], x = stWithheld, runWithheld
+				why[i] = readerjs.WhyNotShown
 			case held >= 0 && i > held && !f.old[i] && x == runVisible:
 				st[i], x = stPending, runLater
 				next.done = false
@@ -623,11 +645,26 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		return nil
 	}
 	j.passes++
-	j.changed = nil // a run a change voided in an earlier pass is shot again in this one
+	j.changed = nil              // a run a change voided in an earlier pass is shot again in this one
+	stop := map[*frameRuns]int{} // inOrder: the first run a pass cannot show, by frame
+	if j.inOrder {
+		for _, id := range j.order {
+			f := j.frames[id]
+			for i, p := range f.pending {
+				if p && !f.old[i] && f.boxes != nil && f.boxes[i] == nil && !f.tried[i] {
+					stop[f] = i
+					break
+				}
+			}
+		}
+	}
 	var judge []runBox
 	for _, rb := range all {
 		// An out-of-process frame is drawn only inside the viewport: its runs elsewhere wait
 		// for a pass that scrolls the page to them.
+		if at, ok := stop[rb.f]; ok && rb.run > at {
+			continue
+		}
 		if rb.f.pending[rb.run] && (!j.remote(rb.f) || j.inViewRun(rb.f, rb.run)) {
 			judge = append(judge, rb)
 		}
@@ -1252,6 +1289,7 @@ func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visS
 	if err := j.layout(ctx, v.mainID, [2]float64{}, 0); err != nil {
 		return j, err
 	}
+	j.inOrder = want > 0
 	if err := j.pass(ctx); err != nil {
 		return j, err
 	}
@@ -1306,6 +1344,14 @@ func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visS
 				delete(f.tried, run) // it may need the page scrolled to it next
 			}
 		}
+		if err := j.pass(ctx); err != nil {
+			return j, err
+		}
+	}
+	if j.inOrder {
+		// The runs after the last one the reveals showed (or gave up on) are shot as every pass
+		// shoots them: a phase that runs its course has shot every run it could.
+		j.inOrder = false
 		if err := j.pass(ctx); err != nil {
 			return j, err
 		}
