@@ -329,15 +329,14 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 		}
 		st.reads++
 		phases++
-		prev := st.vis
-		snap, cred, err := s.read.snapshot(ctx, st.url, prev, want)
+		snap, cred, err := s.read.snapshot(ctx, st.url, st.vis, want)
 		if contextGone(err) {
 			// The document the read was in went away under it: the page replaced itself
 			// without a request (the route aborts every navigation the bridge did not start).
 			s.cfg.logf("bridge: %s: the page replaced its document during the read: %v", policy.CleanURL(st.url), err)
 			return ErrPageChanged
 		}
-		if err != nil && (phases > 1 || prev != nil) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if err != nil && (phases > 1 || st.vis != nil) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// A phase ran out of the call's time: what the earlier ones gave, in this call or
 			// in the calls before it, is the answer (a phase changes the page's state only once
 			// it is read whole), and the next call goes on. (A read of a long page under load
@@ -451,7 +450,7 @@ func (s *Session) withPage(ctx context.Context, op string, f func(ctx context.Co
 // withPageLate is withPage with late, the call's answer when its own time ran out in current's
 // checks (a machine too busy to answer in it; not its caller's end): late runs on the page as
 // the earlier calls left it, unchecked now, so it must hand out nothing new. Nil: the error.
-func (s *Session) withPageLate(ctx context.Context, op string, f, late func(ctx context.Context, st *pageState) error) error {
+func (s *Session) withPageLate(ctx context.Context, op string, f func(ctx context.Context, st *pageState) error, late func(st *pageState) error) error {
 	s.op.Lock()
 	defer s.op.Unlock()
 	timeout := s.cfg.navTimeout
@@ -470,7 +469,7 @@ func (s *Session) withPageLate(ctx context.Context, op string, f, late func(ctx 
 	if err != nil && late != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		if st := s.pages.get(); st != nil && !st.withheld && st.vis != nil {
 			s.cfg.logf("bridge: %s: %s out of its call's time in the checks: %v (nothing new handed out; the next call goes on)", policy.CleanURL(st.url), op, err)
-			return late(ctx, st)
+			return late(st)
 		}
 	}
 	if err != nil {
@@ -498,7 +497,7 @@ func (s *Session) Read(ctx context.Context, offset int) (c Chunk, err error) {
 		}
 		c = s.chunk(st, offset)
 		return nil
-	}, func(_ context.Context, st *pageState) error {
+	}, func(st *pageState) error {
 		if err := inside(st); err != nil {
 			return err
 		}

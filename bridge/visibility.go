@@ -214,6 +214,12 @@ type frameRuns struct {
 	unsure map[int]string
 }
 
+// unshown says whether run i is pending and not shown now, though its frame is: only a reveal
+// (its scroll containers scrolled) can show it.
+func (f *frameRuns) unshown(i int) bool {
+	return f.pending[i] && f.boxes != nil && f.boxes[i] == nil
+}
+
 // pixelJob is the pixel phase of one read: every frame laid out, shot together.
 type pixelJob struct {
 	r       *pageReader
@@ -369,7 +375,7 @@ func (j *pixelJob) verdictsOf(final, ranCourse bool) (map[string][]int, map[stri
 		// it: left pending, it held back the text after it in every read, and a phase that
 		// ran out of time before its end tried it again, and again.
 		gone := func(i int) bool {
-			return !final && f.pending[i] && f.tried[i] && f.unsure[i] == "" && f.boxes != nil && f.boxes[i] == nil
+			return !final && f.unshown(i) && f.tried[i] && f.unsure[i] == ""
 		}
 		held := -1
 		if !final {
@@ -650,8 +656,8 @@ func (j *pixelJob) pass(ctx context.Context) error {
 	if j.inOrder {
 		for _, id := range j.order {
 			f := j.frames[id]
-			for i, p := range f.pending {
-				if p && !f.old[i] && f.boxes != nil && f.boxes[i] == nil && !f.tried[i] {
+			for i := range f.pending {
+				if f.unshown(i) && !f.tried[i] {
 					stop[f] = i
 					break
 				}
