@@ -18,7 +18,9 @@ import (
 // a 67 KB Python manual page read as nothing: four phases of 7 s each, none of which shot a band.)
 func TestBusyMachinePhases(t *testing.T) {
 	t.Parallel()
-	s := newSession(t, WithPixelTime(time.Second), func(c *config) { c.busyPhase = 1500 * time.Millisecond })
+	s := newSession(t, WithPixelTime(time.Second), func(c *config) {
+		c.busyPhase = func(ctx context.Context) error { return sleepCtx(ctx, 1500*time.Millisecond) }
+	})
 	p, err := s.Open(ctxT(t), testFix.Site+"/big/"+newKey()+"?lines=40")
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +109,57 @@ func TestRevealInOrder(t *testing.T) {
 	if !strings.Contains(got, "REVEAL-BOXTAIL") || !strings.Contains(got, "line-400") {
 		t.Fatalf("after %d reads: the box's hidden line read %v, the page's last line read %v (%d bytes, next %d)",
 			reads, strings.Contains(got, "REVEAL-BOXTAIL"), strings.Contains(got, "line-400"), len(got), off)
+	}
+}
+
+// TestReadPhaseNotLaidOut: a read whose one phase ran out of time before it laid the page out
+// (here it waits for the phase's end, as a phase on a machine too busy to lay out a long page in
+// it; CI: the last read of a live page as its run's time ran out) says what is true of the page:
+// what earlier reads handed out, and the rest not decided yet. Before, it called the whole page
+// withheld "in a frame not read", and handed out nothing so far.
+func TestReadPhaseNotLaidOut(t *testing.T) {
+	t.Parallel()
+	var block, blocked atomic.Bool
+	s := newSession(t, WithPixelTime(2*time.Second), func(c *config) {
+		c.busyPhase = func(ctx context.Context) error {
+			if block.Load() {
+				blocked.Store(true)
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		}
+	})
+	p, err := s.Open(ctxT(t), testFix.Site+"/big/"+newKey()+"?lines=400")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.More || p.Account.Handed == 0 {
+		t.Fatalf("Open handed out %d characters, More %v: want the first part of a longer page", p.Account.Handed, p.More)
+	}
+	// The reads go on until one runs a phase (the chunks the last one proved are read first):
+	// that phase waits for its end, and the read's call ends soon after it.
+	var c Chunk
+	before := p.Account.Handed
+	for off := p.Next; !blocked.Load(); off = c.Next {
+		if !c.More && off != p.Next {
+			t.Fatalf("the page was read to its end (%d) without another phase", off)
+		}
+		before = c.Account.Handed
+		block.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		c, err = s.Read(ctx, off)
+		cancel()
+		block.Store(false)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", off, err)
+		}
+	}
+	if n := c.Account.Withheld[readerjs.WhyFrame]; n > 0 || c.Account.Handed < before || !c.More {
+		t.Fatalf("a read whose phase laid nothing out: %d characters withheld %q, %d handed out so far (before it: %d), More %v; want none withheld so, what was handed before, More",
+			n, readerjs.WhyFrame, c.Account.Handed, before, c.More)
+	}
+	if text := readAll(t, s); !strings.Contains(text, "line-00400") {
+		t.Fatalf("the reads after it did not reach the page's end (%d bytes)", len(text))
 	}
 }

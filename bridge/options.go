@@ -70,9 +70,10 @@ type config struct {
 	// switch (WithWithheldList).
 	withheldList bool
 	pixelTime    time.Duration // bounds the pixel phase (maxPixelTime; tests shorten it)
-	// busyPhase (tests) makes each pixel phase wait that long before it lays the page out, as
-	// the fixed costs of a long page's phase on a busy machine do (phaseTime).
-	busyPhase time.Duration
+	// busyPhase (tests) runs at the start of each pixel phase, before it lays the page out: a
+	// wait there is what the fixed costs of a long page's phase on a busy machine are
+	// (phaseTime); its error ends the phase.
+	busyPhase func(ctx context.Context) error
 	// phaseGroups, when above 0, stops each pixel phase after that many groups of bands, as
 	// one out of time stops (tests).
 	phaseGroups int

@@ -91,6 +91,11 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	if st.withheld {
 		return
 	}
+	if snap.stale {
+		// The read laid nothing out (its phase ran out of time first): its state only.
+		st.vis = snap.vis
+		return
+	}
 	pre := nonSpace(snap.text)
 	text, rest := stripInvisible(snap)
 	st.invisibleText += text

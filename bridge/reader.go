@@ -688,6 +688,9 @@ type snapshot struct {
 	// join goes between the text earlier reads gave and text, when text goes on a block an
 	// earlier read's run began (nil: a blank line).
 	join *string
+	// stale: the pixel phase laid nothing of the page out, the read's account holds nothing
+	// (pageCache.add keeps the last one).
+	stale bool
 }
 
 type rawRead struct {
@@ -789,7 +792,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	var verdicts map[string][]int
 	var whys map[string]map[int]string
 	vis := &visState{done: true}
-	decided := 0
+	decided, stale := 0, false
 	if pr.cfg.pixels {
 		if err := freeze(ctx, v, "frozen"); err != nil {
 			return nil, "", err
@@ -816,6 +819,9 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 			vis.shrink++
 		}
 		decided = job.decided
+		// A phase that ran out of time before it laid the page out decided nothing of it: what
+		// the earlier reads handed out and withheld is still the page's account.
+		stale = verdicts[mainID] == nil && vis.keeps(mainID)
 		proof := "two frames"
 		if !job.twoFrames() {
 			proof = "four frames (" + job.slowWhy + ")"
@@ -894,6 +900,7 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		return nil, "", ErrPageChanged
 	}
 	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading, vis: vis, decided: decided, join: reads[mainID].Join}
+	snap.stale = stale
 	for _, rr := range reads {
 		snap.withheld += rr.Withheld
 	}
@@ -926,8 +933,14 @@ func (pr *pageReader) readFrames(ctx context.Context, v *pageView, vis *visState
 		if verdicts != nil {
 			vs = verdicts[frame]
 			if vs == nil {
-				vs = []int{} // a frame not laid out: all of its text is withheld
+				// A frame not laid out: all of its text is withheld, as not decided yet when
+				// a phase that did not run its course kept the frame's runs for the next read
+				// (it ran out of time before it laid the frame out).
+				vs = []int{}
 				extra["forceWhy"] = readerjs.WhyFrame
+				if vis.keeps(frame) {
+					extra["forceWhy"] = readerjs.WhyLater
+				}
 			}
 			extra["verdicts"], extra["why"] = vs, whys[frame]
 		}

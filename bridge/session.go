@@ -353,7 +353,7 @@ func (s *Session) readOn(ctx context.Context, st *pageState, offset int) error {
 			return s.pages.withhold(st, cred)
 		}
 		s.pages.add(st, snap, s.cfg.textCap)
-		if snap.withheld > 0 {
+		if snap.withheld > 0 && !snap.stale {
 			s.cfg.logf("bridge: %s: %d text runs withheld: %s", policy.CleanURL(st.url), snap.withheld, snap.unproven)
 		}
 		// Too little time left for another phase (it takes the pixel phase's bound, or what

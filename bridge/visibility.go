@@ -159,6 +159,12 @@ func (s *visState) stuck() int {
 	return s.shrink
 }
 
+// keeps says whether the frame's runs are kept, some pending, for a later read: a phase that did
+// not run its course and did not lay the frame out (nil-safe).
+func (s *visState) keeps(frame string) bool {
+	return s != nil && slices.Contains(s.runs[frame], stPending)
+}
+
 // phaseTime is the pixel phase's bound for a page whose phases ran out of time having decided
 // nothing stuck times: base, doubled each time. On a busy machine the phase's fixed costs (the
 // layout of every run of a long page, its first band's shots, the paint restored) can exceed
@@ -1284,8 +1290,8 @@ func (pr *pageReader) pixelVerdicts(ctx context.Context, v *pageView, prev *visS
 	// for it: on DocBook pages every line below moves by up to 18 px), and the pass whose boxes
 	// were measured before it starts over (moved). A one-pixel shot first lays the page out as
 	// the shots will see it; its error is the next shot's too.
-	if d := pr.cfg.busyPhase; d > 0 {
-		if err := sleepCtx(ctx, d); err != nil {
+	if busy := pr.cfg.busyPhase; busy != nil {
+		if err := busy(ctx); err != nil {
 			return j, err
 		}
 	}

@@ -288,6 +288,11 @@ func (c *Coordinator) end(ctx context.Context, a RunArgs, status Status, reason 
 // nothing else happens.
 func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 	r := c.newRun(a)
+	// The run's deadline, or the caller's when it comes first (the reason names which ended it).
+	r.limit = fmt.Sprintf("run deadline (%s)", c.deadline)
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.deadline {
+		r.limit = fmt.Sprintf("run deadline (%s, the caller's)", time.Until(d).Round(time.Second))
+	}
 	var rejected string
 	switch {
 	case r.taskErr != nil:
@@ -339,7 +344,7 @@ func (c *Coordinator) Run(ctx context.Context, a RunArgs) Result {
 		return r.res
 	}
 	if rctx.Err() != nil && ctx.Err() == nil && status == StatusError {
-		status, reason = StatusBlocked, fmt.Sprintf("run deadline (%s) exceeded", c.deadline)
+		status, reason = StatusBlocked, r.deadlineName()+" exceeded"
 	}
 	if in := (*Interrupt)(nil); status == StatusError && errors.As(context.Cause(ctx), &in) {
 		// A part failed because the run was being interrupted: the interrupt is why it ended.
@@ -370,6 +375,7 @@ type run struct {
 	shown  map[string]bool
 	listed map[int]string
 	closer io.Closer // the browser Run launched; closed before the end is recorded
+	limit  string    // the deadline that ends the run: "run deadline (5m0s)", or the caller's
 	wall   string    // the browser's line about the operating system's wall (Walled), for the audit
 	// task is the run's task, parsed once by newRun under the policy; taskErr says why it was
 	// not accepted.
@@ -681,6 +687,14 @@ func (r *run) loop(ctx context.Context, task policy.Task) (Status, string) {
 	}
 }
 
+// deadlineName names the deadline that ends the run (the run's own until Run set limit).
+func (r *run) deadlineName() string {
+	if r.limit == "" {
+		return fmt.Sprintf("run deadline (%s)", r.c.deadline)
+	}
+	return r.limit
+}
+
 // ctxStatus is how a run ends when its context is done: interrupted when the caller canceled it
 // with an *Interrupt, blocked past the deadline, an error when the caller canceled otherwise.
 func (r *run) ctxStatus(ctx context.Context) (Status, string) {
@@ -689,7 +703,7 @@ func (r *run) ctxStatus(ctx context.Context) (Status, string) {
 		return StatusInterrupted, in.Error()
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return StatusBlocked, fmt.Sprintf("run deadline (%s) exceeded", r.c.deadline)
+		return StatusBlocked, r.deadlineName() + " exceeded"
 	}
 	return StatusError, "run canceled"
 }

@@ -54,3 +54,24 @@ func TestDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestCallerDeadline: a run whose caller's deadline comes before its own ends blocked at the
+// caller's, and says it was the caller's (CI read "run deadline (5m0s) exceeded" of a run the test
+// gave 150 s).
+func TestCallerDeadline(t *testing.T) {
+	const origin = "http://127.0.0.1:8081"
+	pol := demoPolicy(t, origin)
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+		defer cancel()
+		start := time.Now()
+		res := coordinator.New(pol, coordinator.WithDeadline(5*time.Minute)).Run(ctx,
+			coordinator.RunArgs{Task: "Look up SYN-0042", Model: slowModel(origin), Browser: browsertest.NewPages(map[string]browsertest.Page{origin + "/": {Text: "home"}})})
+		if want := "run deadline (1m30s, the caller's) exceeded"; res.Status != coordinator.StatusBlocked || res.Reason != want {
+			t.Errorf("got %s: %s, want blocked: %s", res.Status, res.Reason, want)
+		}
+		if got := time.Since(start); got != 90*time.Second {
+			t.Errorf("the run took %v, want the caller's 90 s", got)
+		}
+	})
+}
