@@ -87,6 +87,9 @@ type config struct {
 	// shot of a two-frame proof (outside recheckRemote): its text paint is off for shot A, and
 	// back on before the runs' paint is turned off for shot D.
 	lateFirst bool
+	// noSplit (tests) turns off the two-frame proof's split of overlapping runs: a pixel in two
+	// runs' boxes is then no evidence at all, as before it.
+	noSplit bool
 	// staleD (tests): the first shot of D in a two-frame proof shows the out-of-process frames
 	// without their text (a surface shown stale or blank in one shot), outside recheckRemote: a
 	// shot taken before A with those frames' text paint off stands in for it.

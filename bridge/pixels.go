@@ -233,3 +233,37 @@ func confirmed(a, d, d2 image.Image) image.Image {
 	}
 	return out
 }
+
+// otherInk counts the pixels of boxes, in the band, that the runs' paint changes (a and d differ)
+// but the split's does not (a and dp agree): another run's ink inside these boxes (split).
+func otherInk(bd band, boxes [][4]float64, a, d, dp image.Image) int {
+	W, H := a.Bounds().Dx(), a.Bounds().Dy()
+	if d.Bounds() != a.Bounds() || dp.Bounds() != a.Bounds() || W == 0 {
+		return 0
+	}
+	scale := float64(W) / (bd.x1 - bd.x0)
+	px := func(r [4]float64) (x0, y0, x1, y1 int) {
+		x0, y0 = int((r[0]-bd.x0)*scale), int((r[1]-bd.y0)*scale)
+		x1, y1 = int((r[0]+r[2]-bd.x0)*scale+0.999), int((r[1]+r[3]-bd.y0)*scale+0.999)
+		return max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
+	}
+	seen := make(map[int]bool)
+	pa, pd, pp := pixOf(a), pixOf(d), pixOf(dp)
+	n := 0
+	for _, b := range boxes {
+		x0, y0, x1, y1 := px(b)
+		for y := y0; y < y1; y++ {
+			for x := x0; x < x1; x++ {
+				if seen[y*W+x] {
+					continue
+				}
+				seen[y*W+x] = true
+				ar, ag, ab := pa.at(x, y)
+				if diff(ar, ag, ab, pd.at3(x, y)) >= pixelDelta && diff(ar, ag, ab, pp.at3(x, y)) < pixelDelta {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}

@@ -709,7 +709,8 @@ type rawRead struct {
 	NRuns    int             `json:"nRuns"`
 	Withheld int             `json:"withheld"`
 	Still    string          `json:"still"`    // the frame's scroll positions (paint and layout modes)
-	Exact    *bool           `json:"exact"`    // paint "runs": nothing but the runs' paint changed
+	Exact    *bool           `json:"exact"`    // paint "runs" and "some": nothing but the runs' paint changed
+	Off      []int           `json:"off"`      // paint "some": every run whose paint went off
 	Tampered bool            `json:"tampered"` // paint "restore" and "on": the page changed itself since the first paint change
 	Changed  *changedArea    `json:"changed"`  // where those changes may have drawn (with Tampered)
 	Voided   []int           `json:"voided"`   // mode read: runs proven visible whose text changed since (withheld)
@@ -823,6 +824,9 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 		// the earlier reads handed out and withheld is still the page's account.
 		stale = verdicts[mainID] == nil && vis.keeps(mainID)
 		proof := "two frames"
+		if job.splits > 0 {
+			proof = fmt.Sprintf("two frames (%d classes of overlapping runs shot apart)", job.splits)
+		}
 		if !job.twoFrames() {
 			proof = "four frames (" + job.slowWhy + ")"
 			if job.slowWhy == "" {

@@ -245,6 +245,7 @@ type pixelJob struct {
 	// slowWhy says why this page needs the four-frame proof, or "" (twoFrames).
 	slowWhy string
 	twos    int // groups proven with two frames
+	splits  int // classes of overlapping runs shot apart (split)
 	// tampered: the page changed its DOM while a group was shot (its MutationObserver answering
 	// the proof's own changes): nothing of that group's shots, nor of any later group of this
 	// job, is counted (the page answers the proof; its runs are not read).
@@ -1111,10 +1112,166 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	for i, bd := range bands {
 		countBand(bd, all, j.moverBoxes(), a[i], d[i], a[i], a2[i], counts)
 	}
+	if !remote && !j.tampered && !j.r.cfg.noSplit {
+		if err := j.split(ctx, bands, all, a, d, counts, shootAll); err != nil {
+			return true, err
+		}
+	}
 	if j.tampered {
 		j.voidChanged(bands, all, counts)
 	}
 	return true, nil
+}
+
+// maxSplits bounds the extra shots of a group's split (the classes of runs shot apart).
+const maxSplits = 3
+
+// split shoots apart the runs of a group whose boxes overlap another run's and that D did not
+// prove drawn: a pixel in two runs' boxes is no evidence when both go off at once, and a glyph
+// drawn where the next line's box begins (an underscore in a code block whose line height is
+// under the font's height: Python's manual) was withheld as hidden. Each class of such runs, no
+// two of whose boxes overlap, has only its runs' paint turned off (PaintSome; with them every
+// run whose parent's paint changed, which the page reports) and is shot again: a pixel counts
+// for a run where it differs from A and no other run that went off has a box. The page is what
+// A shot but for that paint, so the rule is D's with fewer runs off; a run's count is the larger
+// of its two (they count the same pixels, and more here).
+func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 []image.Image, counts map[runKey]*tally, shootAll func() ([]image.Image, error)) error {
+	boxes := map[runKey][][4]float64{}
+	var cands []runKey
+	for _, rb := range all {
+		k := runKey{rb.f, rb.run}
+		if !rb.f.pending[rb.run] || !inBands(rb.box, bands) {
+			continue
+		}
+		if tl := counts[k]; tl != nil && tl.drawn >= minPixels {
+			continue
+		}
+		if boxes[k] == nil {
+			cands = append(cands, k)
+		}
+		boxes[k] = append(boxes[k], rb.box)
+	}
+	overlapsOther := func(k runKey) bool {
+		for _, rb := range all {
+			if rb.f == k.f && rb.run == k.run {
+				continue
+			}
+			for _, b := range boxes[k] {
+				if overlaps(b, rb.box) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var classes [][]runKey
+	for _, k := range cands {
+		if !overlapsOther(k) {
+			continue
+		}
+		placed := false
+		for ci, cl := range classes {
+			clash := false
+			for _, m := range cl {
+				for _, b := range boxes[k] {
+					for _, c := range boxes[m] {
+						clash = clash || overlaps(b, c)
+					}
+				}
+			}
+			if !clash {
+				classes[ci] = append(cl, k)
+				placed = true
+				break
+			}
+		}
+		if !placed && len(classes) < maxSplits {
+			classes = append(classes, []runKey{k})
+		}
+	}
+	for _, cl := range classes {
+		only := map[string][]int{}
+		for _, k := range cl {
+			only[k.f.id] = append(only[k.f.id], k.run)
+		}
+		off, err := j.paintSome(ctx, only)
+		var d []image.Image
+		if err == nil {
+			d, err = shootAll()
+		}
+		if perr := j.paint(ctx, readerjs.PaintRestore); err == nil {
+			err = perr
+		}
+		if errors.Is(err, errInexact) {
+			continue // nothing counted of this class: its runs stay as D left them
+		}
+		if err != nil {
+			return err
+		}
+		var sub []runBox
+		for _, rb := range all {
+			if off[rb.f.id][rb.run] {
+				sub = append(sub, rb)
+			}
+		}
+		more := map[runKey]*tally{}
+		for i, bd := range bands {
+			countBand(bd, sub, j.moverBoxes(), a[i], d[i], a[i], a[i], more)
+		}
+		for _, k := range cl {
+			m := more[k]
+			if m == nil {
+				continue
+			}
+			// Text drawn over other text: the other run's ink inside this run's boxes (it
+			// changed with every run's paint, not with this one's) outweighs a quarter of
+			// this run's own. Such a run stays as D left it, as it was before the split (its
+			// overlap was no evidence): a line overprinted on another is not read for the
+			// pixels of it that show between the other's glyphs.
+			other := 0
+			for i, bd := range bands {
+				other += otherInk(bd, boxes[k], a[i], d0[i], d[i])
+			}
+			if other*4 > m.drawn {
+				continue
+			}
+			tl := counts[k]
+			if tl == nil {
+				tl = &tally{}
+				counts[k] = tl
+			}
+			tl.drawn, tl.tallest = max(tl.drawn, m.drawn), max(tl.tallest, m.tallest)
+		}
+		j.splits++
+	}
+	return nil
+}
+
+// paintSome turns off the paint of the runs only names, by frame (PaintSome), and returns every
+// run whose paint went off, by frame. errInexact: not those runs' paint alone; errMoved: the page
+// scrolled.
+func (j *pixelJob) paintSome(ctx context.Context, only map[string][]int) (map[string]map[int]bool, error) {
+	out := map[string]map[int]bool{}
+	for _, id := range j.order {
+		if len(only[id]) == 0 {
+			continue
+		}
+		rr, err := j.r.evalFrame(ctx, j.v, id, readerjs.ModePaint, map[string]any{"paint": readerjs.PaintSome, "only": only[id], "child": id != j.v.mainID})
+		if err != nil {
+			return nil, err
+		}
+		if rr.Exact == nil || !*rr.Exact {
+			return nil, errInexact
+		}
+		if rr.Still != j.frames[id].still {
+			return nil, errMoved
+		}
+		out[id] = map[int]bool{}
+		for _, i := range rr.Off {
+			out[id][i] = true
+		}
+	}
+	return out, nil
 }
 
 // shootOff turns exactly the runs' paint off, shoots D (shootD), runs hook (a test's, or nil)

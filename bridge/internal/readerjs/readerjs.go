@@ -30,7 +30,11 @@ const (
 	PaintForeign = "foreign" // only the paint of text that is not a run (four-frame proof, C)
 	PaintOn      = "on"      // every paint the reader turned off put back
 	PaintRuns    = "runs"    // exactly the runs' paint off (two-frame proof, D)
-	PaintRestore = "restore" // undoes PaintRuns only
+	PaintRestore = "restore" // undoes PaintRuns or PaintSome only
+	// PaintSome turns off the paint of some runs only (opts.only: their indices; every run whose
+	// parent's text paint changed with them is turned off too, and reported: off), so that a
+	// pixel where two runs' boxes overlap tells which of them drew it (visibility.go, split).
+	PaintSome = "some"
 )
 
 // Marks in a frame's text, private-use characters page text cannot carry (the reader drops them
@@ -80,7 +84,7 @@ var Consts = []Const{
 	{"MODE_CHECK", ModeCheck}, {"MODE_READ", ModeRead}, {"MODE_LAYOUT", ModeLayout},
 	{"MODE_PAINT", ModePaint}, {"MODE_SCROLL", ModeScroll},
 	{"PAINT_OFF", PaintOff}, {"PAINT_FOREIGN", PaintForeign}, {"PAINT_ON", PaintOn},
-	{"PAINT_RUNS", PaintRuns}, {"PAINT_RESTORE", PaintRestore},
+	{"PAINT_RUNS", PaintRuns}, {"PAINT_RESTORE", PaintRestore}, {"PAINT_SOME", PaintSome},
 	{"FRAME_OPEN", FrameOpen}, {"FRAME_CLOSE", FrameClose},
 	{"SERVED_OPEN", ServedOpen}, {"SERVED_CLOSE", ServedClose},
 	{"WHY_NOT_RENDERED", WhyNotRendered}, {"WHY_FIELD", WhyField}, {"WHY_HIDDEN", WhyHidden},

@@ -14,6 +14,7 @@
   const PAINT_ON = 'on';
   const PAINT_RUNS = 'runs';
   const PAINT_RESTORE = 'restore';
+  const PAINT_SOME = 'some';
   const FRAME_OPEN = '\uE000';
   const FRAME_CLOSE = '\uE001';
   const SERVED_OPEN = '\uE002';

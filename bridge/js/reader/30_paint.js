@@ -80,6 +80,28 @@
     void root.offsetHeight;
     return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba.still(), exact: ba.exact() };
   }
+  if (opts.mode === MODE_PAINT && opts.paint === PAINT_SOME) {
+    // The paint of some runs only (opts.only): the marks made for their parents. What inherits
+    // from those parents and is a run too goes off with them; off lists every run whose
+    // parent's text paint changed, as the page computes it, so that the bridge counts a pixel
+    // for a run only where no other run that went off has a box.
+    if (!ba || ba.root !== root || !ba.parents) throw new Error('runs paint: no layout of this document');
+    const parents = new Set();
+    for (const i of opts.only || []) if (ba.parents[i]) parents.add(ba.parents[i]);
+    const paintNow = (p) => { try { return ba.paintOf(getComputedStyle(p)); } catch (e) { return null; } };
+    const before = new Map();
+    for (const p of ba.parents) if (p && !before.has(p)) before.set(p, paintNow(p));
+    watchPage();
+    unpaintRuns();
+    for (const [el, v] of ba.marks) if (parents.has(ba.owner.get(el))) el.setAttribute(ba.attr, v);
+    scopeSheets(ba.css);
+    void root.offsetHeight;
+    const off = [];
+    ba.parents.forEach((p, i) => { if (!p || paintNow(p) !== before.get(p)) off.push(i); });
+    const offSet = new Set(off);
+    const exact = ba.exact() && (opts.only || []).every((i) => offSet.has(i));
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba.still(), exact, off };
+  }
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_RESTORE) {
     // After the two-frame proof's second shot: only what "runs" changed is undone.
     const changed = tampered();

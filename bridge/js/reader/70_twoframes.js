@@ -14,7 +14,9 @@
     const prev = globalThis.__browserAgentRuns;
     if (prev && prev.root === root) unpaintRuns();
     const attr = 'data-' + (opts.world || 'browser-agent-reader');
-    const st = { attr, root, marks: [], css: [], sheets: [], scrollers: [], checks: [], movers: [] };
+    // list: the runs' text nodes, by index, and parents their parents in the flat tree; owner: the
+    // run parent each marked element is marked for (PAINT_SOME turns off some parents' paint only).
+    const st = { attr, root, marks: [], css: [], sheets: [], scrollers: [], checks: [], movers: [], list: layoutList, parents: layoutList.map(flatParent), owner: new Map() };
     st.exact = () => st.checks.every(([el, ps, v]) => {
       try { return paintOf(ps ? getComputedStyle(el, ps) : getComputedStyle(el)) === v; } catch (e) { return false; }
     });
@@ -35,6 +37,7 @@
     // "runs" paint (exact): any difference and the frame takes the four-frame proof.
     const ALL = INH.concat(SVGP);
     const paintOf = (s) => ALL.map((k) => s.getPropertyValue(k)).join('|');
+    st.paintOf = paintOf;
     const keep = (el, ps) => {
       let q;
       try { q = ps ? getComputedStyle(el, ps) : cs(el); } catch (e) { return; }
@@ -59,9 +62,11 @@
       if (!rules.has(sc)) rules.set(sc, new Map());
       rules.get(sc).set(rule, true);
     };
+    let markFor = null; // the run parent whose marks are being made
     const mark = (el, tok) => {
       if (!marks.has(el)) marks.set(el, []);
       marks.get(el).push(tok);
+      st.owner.set(el, markFor);
     };
     const classOf = (d) => {
       if (!classes.has(d)) classes.set(d, classes.size);
@@ -96,6 +101,7 @@
       if (drawnByBackground(p)) { why = why || 'text drawn by a background (background-clip: text)'; continue; }
       const svg = p instanceof SVGElement;
       const tok = svg ? 's' : 'o';
+      markFor = p;
       mark(p, tok);
       const sel = '[' + attr + '~="' + tok + '"]';
       addRule(p, sel + ',' + sel + '::first-line,' + sel + '::first-letter{' + OFF + (svg ? SVGOFF : '') + '}');
