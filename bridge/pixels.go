@@ -239,7 +239,7 @@ func confirmed(a, d, d2 image.Image) image.Image {
 func otherInk(bd band, boxes [][4]float64, a, d, dp image.Image) int {
 	W, H := a.Bounds().Dx(), a.Bounds().Dy()
 	if d.Bounds() != a.Bounds() || dp.Bounds() != a.Bounds() || W == 0 {
-		return 0
+		return math.MaxInt32 // shots that cannot be compared: as if all of it were another's
 	}
 	scale := float64(W) / (bd.x1 - bd.x0)
 	px := func(r [4]float64) (x0, y0, x1, y1 int) {

@@ -175,3 +175,25 @@ func TestVerdictsNothingLaidOut(t *testing.T) {
 		t.Errorf("a final phase left the page not done")
 	}
 }
+
+// TestOtherInk: the split's measure of another run's ink inside a run's boxes: the pixels every
+// run's paint changes (a, d) that the split's does not (a, dp), each counted once however many
+// of the boxes hold it, none outside them.
+func TestOtherInk(t *testing.T) {
+	bd := band{0, 0, 20, 20}
+	mine := []image.Point{{2, 2}, {3, 2}}
+	theirs := []image.Point{{5, 5}, {6, 5}, {15, 15}} // the last outside the boxes
+	a := canvas(20, 20, append(append([]image.Point{}, mine...), theirs...)...)
+	d := canvas(20, 20)             // every run's paint off
+	dp := canvas(20, 20, theirs...) // only this run's off: the others' ink stays
+	boxes := [][4]float64{{0, 0, 10, 10}, {4, 4, 4, 4}}
+	if n := otherInk(bd, boxes, a, d, dp); n != 2 {
+		t.Errorf("other ink: %d pixels, want 2", n)
+	}
+	if n := otherInk(bd, boxes, a, d, d); n != 0 {
+		t.Errorf("no other ink (the split turned off what D did): %d pixels, want 0", n)
+	}
+	if n := otherInk(bd, boxes, a, d, canvas(10, 10)); n < 1<<20 {
+		t.Errorf("a shot of another size: %d pixels, want it counted as all another's", n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"slices"
 	"time"
 
@@ -1230,7 +1231,7 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 			// pixels of it that show between the other's glyphs.
 			other := 0
 			for i, bd := range bands {
-				other += otherInk(bd, boxes[k], a[i], d0[i], d[i])
+				other = min(other+otherInk(bd, boxes[k], a[i], d0[i], d[i]), math.MaxInt32)
 			}
 			if other*4 > m.drawn {
 				continue
