@@ -90,6 +90,12 @@ type config struct {
 	// noSplit (tests) turns off the two-frame proof's split of overlapping runs: a pixel in two
 	// runs' boxes is then no evidence at all, as before it.
 	noSplit bool
+	// oneA2 (tests) leaves out the third shot of A on a page with an out-of-process frame: a
+	// pixel is then stable where A and A2 alone agree.
+	oneA2 bool
+	// staleA2 (tests): the shot of A2 shows what A showed, as a frame's surface shown stale in
+	// it (with lateFirst: the frame's text missing, as in A).
+	staleA2 bool
 	// staleD (tests): the first shot of D in a two-frame proof shows the out-of-process frames
 	// without their text (a surface shown stale or blank in one shot), outside recheckRemote: a
 	// shot taken before A with those frames' text paint off stands in for it.

@@ -234,6 +234,30 @@ func confirmed(a, d, d2 image.Image) image.Image {
 	return out
 }
 
+// stableIn returns a2 where a3 shows what it shows, and elsewhere a colour far from a's (128 off
+// in each channel), so that a pixel counts as stable (countBand: a and a2 agree) only where a, a2
+// and a3 all agree. Shots of another size than a give a3 itself (nothing counted).
+func stableIn(a, a2, a3 image.Image) image.Image {
+	if a2.Bounds().Size() != a.Bounds().Size() || a3.Bounds().Size() != a.Bounds().Size() {
+		return a3
+	}
+	W, H := a.Bounds().Dx(), a.Bounds().Dy()
+	out := image.NewNRGBA(image.Rect(0, 0, W, H))
+	pa, p2, p3 := pixOf(a), pixOf(a2), pixOf(a3)
+	for y := range H {
+		for x := range W {
+			r, g, b := p2.at(x, y)
+			if diff(r, g, b, p3.at3(x, y)) > pixelStable {
+				r, g, b = pa.at(x, y)
+				r, g, b = (r+128)%256, (g+128)%256, (b+128)%256
+			}
+			i := out.PixOffset(x, y)
+			out.Pix[i], out.Pix[i+1], out.Pix[i+2], out.Pix[i+3] = uint8(r), uint8(g), uint8(b), 255
+		}
+	}
+	return out
+}
+
 // otherInk counts the pixels of boxes, in the band, that the runs' paint changes (a and d differ)
 // but the split's does not (a and dp agree): another run's ink inside these boxes (split).
 func otherInk(bd band, boxes [][4]float64, a, d, dp image.Image) int {

@@ -1069,16 +1069,11 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		// The restore may itself reach the surface late: A2 is shot again, waiting, until it
 		// shows what A showed (at most a2Tries shots). What a frame drew after A stays in every
 		// A2, and its pixels stay unstable, whatever the number of tries.
-		for try := 1; ; try++ {
-			if a2, err = shootAll(); err != nil {
-				return true, err
-			}
-			if try == a2Tries || stableShots(a, a2) {
-				break
-			}
-			if err := sleepCtx(ctx, remoteSlowWait); err != nil {
-				return true, err
-			}
+		if a2, err = j.shootA(ctx, a, shootAll); err != nil {
+			return true, err
+		}
+		if j.r.cfg.staleA2 && !j.slow {
+			a2 = slices.Clone(a) // the test's stand-in for a surface shown stale in A2: it looks like A
 		}
 		// A second D after A2: the runs' paint off again, shot and confirmed as the first. A
 		// frame's surface may lag its paint by any time on a busy machine, but it shows its
@@ -1099,6 +1094,24 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 			for i := range d {
 				d[i] = confirmed(a[i], d[i], d2[i])
 			}
+		}
+		// A third A, last: the frame's surface may show, in one shot, a state older than the
+		// one painted (blank while the frame submits again), and an A2 shot then can look like
+		// an A whose frame had not drawn yet (what a late first paint leaves out of A), so that
+		// what the frame drew since counts as a run's. A pixel is stable only where A, A2 and
+		// A3 agree: a surface that showed its latest state in any of the later shots makes it
+		// unstable. (Seen twice under heavy load, never in CI: TestVisibilityLatePaint/first,
+		// a hidden marker read.)
+		if !j.r.cfg.oneA2 {
+			a3, err := j.shootA(ctx, a, shootAll)
+			if err != nil {
+				return true, err
+			}
+			merged := make([]image.Image, len(a2)) // a new slice: a2 may be a's (staleA2)
+			for i := range a2 {
+				merged[i] = stableIn(a[i], a2[i], a3[i])
+			}
+			a2 = merged
 		}
 	}
 	j.twos++
@@ -1273,6 +1286,25 @@ func (j *pixelJob) paintSome(ctx context.Context, only map[string][]int) (map[st
 		}
 	}
 	return out, nil
+}
+
+// shootA shoots A again after the runs' paint was restored, on a page with an out-of-process
+// frame: the restore may itself reach the surface late, so it is shot again, waiting, until it
+// shows what A showed (at most a2Tries shots). What a frame drew after A stays in every shot, and
+// its pixels stay unstable, whatever the number of tries.
+func (j *pixelJob) shootA(ctx context.Context, a []image.Image, shootAll func() ([]image.Image, error)) ([]image.Image, error) {
+	for try := 1; ; try++ {
+		again, err := shootAll()
+		if err != nil {
+			return nil, err
+		}
+		if try == a2Tries || stableShots(a, again) {
+			return again, nil
+		}
+		if err := sleepCtx(ctx, remoteSlowWait); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // shootOff turns exactly the runs' paint off, shoots D (shootD), runs hook (a test's, or nil)

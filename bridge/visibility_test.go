@@ -519,13 +519,18 @@ func TestVisibilityLatePaint(t *testing.T) {
 		{name: "overlay", child: overlay},
 		{name: "over generated content", child: generated},
 	}
-	for _, late := range []string{"all", "foreign", "first", "stale D", "lagged", "lagged, one D"} {
+	for _, late := range []string{"all", "foreign", "first", "first, stale A2", "first, stale A2, one A2", "stale D", "lagged", "lagged, one D"} {
 		t.Run(late, func(t *testing.T) {
 			t.Parallel()
 			s := newSession(t, func(c *config) {
 				switch late {
 				case "first":
 					c.lateFirst = true // the frame's text drawn between the two-frame proof's shots
+				case "first, stale A2", "first, stale A2, one A2":
+					// And A2 shot while the frame's surface showed its state of A (blank while it
+					// submits again): only a third A shows what the frame drew since.
+					c.lateFirst, c.staleA2 = true, true
+					c.oneA2 = late == "first, stale A2, one A2"
 				case "stale D":
 					c.staleD = true // the frame's text missing from shot D alone
 				case "lagged", "lagged, one D":
@@ -541,7 +546,7 @@ func TestVisibilityLatePaint(t *testing.T) {
 				c.body = frame
 				marker := visMarker(40+i, false)
 				want := c.name == "visible"
-				if late == "lagged, one D" && c.name == "over generated content" {
+				if (late == "lagged, one D" || late == "first, stale A2, one A2") && c.name == "over generated content" {
 					// The positive control: without the second D, the generated content that the
 					// late surface shows in A and A2 counts as the hidden run's ink.
 					want = true
@@ -563,7 +568,7 @@ func TestVisibilityLatePaint(t *testing.T) {
 					}
 					if try == tries {
 						end, _ := s.Read(ctxT(t), 0)
-						if want && !read && late == "first" && end.Withheld > 0 {
+						if want && !read && strings.HasPrefix(late, "first") && end.Withheld > 0 {
 							// Under the suite's load the hook's late paint can outlast every wait:
 							// the visible text is withheld and counted (fail closed, not lost).
 							t.Logf("%s, late %s: marker not read in %d tries, withheld and counted: %s", c.name, late, tries, end.WithheldNote())
