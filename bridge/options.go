@@ -93,6 +93,9 @@ type config struct {
 	// oneA2 (tests) leaves out the third shot of A on a page with an out-of-process frame: a
 	// pixel is then stable where A and A2 alone agree.
 	oneA2 bool
+	// noReach (tests) counts each run's ink as inside its boxes: another run's shadow or accents
+	// reaching into a box are then evidence for it, as before the layout measured their reach.
+	noReach bool
 	// staleA2 (tests): the shot of A2 shows what A showed, as a frame's surface shown stale in
 	// it (with lateFirst: the frame's text missing, as in A).
 	staleA2 bool

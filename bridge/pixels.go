@@ -19,11 +19,27 @@ func verdictOf(tl *tally) int {
 	return runHidden
 }
 
-// runBox is one run's box to judge, or another run's box (cover only).
+// runBox is one run's box to judge, or another run's box (cover only). ink is the box grown by
+// how far the run's ink may reach past it (its shadows, stroke, glyphs past the font's box): no
+// pixel there is evidence for another run.
 type runBox struct {
 	f   *frameRuns
 	run int
 	box [4]float64
+	ink [4]float64
+}
+
+// reach is where the run's ink may be: ink, or its box when ink was not set.
+func (rb runBox) reach() [4]float64 {
+	if rb.ink == ([4]float64{}) {
+		return rb.box
+	}
+	return rb.ink
+}
+
+// inkBox grows box by margin (top, right, bottom, left).
+func inkBox(box, margin [4]float64) [4]float64 {
+	return [4]float64{box[0] - margin[3], box[1] - margin[0], box[2] + margin[1] + margin[3], box[3] + margin[0] + margin[2]}
 }
 
 type runKey struct {
@@ -90,7 +106,7 @@ func countBand(bd band, all []runBox, movers [][4]float64, a, b, c, a2 image.Ima
 	}
 	cover := make([]uint8, W*H)
 	for _, rb := range all {
-		x0, y0, x1, y1 := px(rb.box)
+		x0, y0, x1, y1 := px(rb.reach())
 		for y := y0; y < y1; y++ {
 			row := cover[y*W : y*W+W]
 			for x := x0; x < x1; x++ {

@@ -24,7 +24,7 @@ func TestCountBand(t *testing.T) {
 	glyph := []image.Point{{2, 2}, {3, 2}, {4, 2}, {2, 3}, {3, 3}}
 	bd := band{0, 0, 20, 20}
 	f := &frameRuns{pending: []bool{true, true}}
-	run := runBox{f, 0, [4]float64{0, 0, 10, 10}}
+	run := runBox{f: f, run: 0, box: [4]float64{0, 0, 10, 10}}
 	drawn := func(all []runBox, movers [][4]float64, a, b, c, a2 image.Image) int {
 		counts := map[runKey]*tally{}
 		countBand(bd, all, movers, a, b, c, a2, counts)
@@ -46,7 +46,9 @@ func TestCountBand(t *testing.T) {
 		{name: "not drawn (B as A)", all: []runBox{run}, b: a, c: a, a2: a, want: 0},
 		{name: "unstable (A2 differs)", all: []runBox{run}, b: off, c: a, a2: off, want: 0},
 		{name: "drawn by other text (C differs)", all: []runBox{run}, b: off, c: off, a2: a, want: 0},
-		{name: "under another run's box", all: []runBox{run, {f, 1, [4]float64{0, 0, 10, 10}}}, b: off, c: a, a2: a, want: 0},
+		{name: "under another run's box", all: []runBox{run, {f: f, run: 1, box: [4]float64{0, 0, 10, 10}}}, b: off, c: a, a2: a, want: 0},
+		{name: "where another run's ink may reach (its shadow)", all: []runBox{run, {f: f, run: 1, box: [4]float64{0, 12, 10, 6}, ink: [4]float64{0, 0, 10, 18}}}, b: off, c: a, a2: a, want: 0},
+		{name: "beside another run's ink", all: []runBox{run, {f: f, run: 1, box: [4]float64{0, 12, 10, 6}, ink: [4]float64{0, 11, 10, 7}}}, b: off, c: a, a2: a, want: 5},
 		{name: "inside a mover's box", all: []runBox{run}, movers: [][4]float64{{0, 0, 10, 10}}, b: off, c: a, a2: a, want: 0},
 		{name: "a mover beside it", all: []runBox{run}, movers: [][4]float64{{12, 0, 5, 5}}, b: off, c: a, a2: a, want: 5},
 	} {
@@ -78,7 +80,7 @@ func TestConfirmed(t *testing.T) {
 	glyph := []image.Point{{2, 2}, {3, 2}, {4, 2}, {2, 3}, {3, 3}}
 	bd := band{0, 0, 20, 20}
 	f := &frameRuns{pending: []bool{true}}
-	run := runBox{f, 0, [4]float64{0, 0, 10, 10}}
+	run := runBox{f: f, run: 0, box: [4]float64{0, 0, 10, 10}}
 	a, off := canvas(20, 20, glyph...), canvas(20, 20)
 	drawn := func(d image.Image) int {
 		counts := map[runKey]*tally{}
@@ -107,7 +109,7 @@ func TestConfirmed(t *testing.T) {
 
 func TestBandsOf(t *testing.T) {
 	f := &frameRuns{}
-	box := func(y, h float64) runBox { return runBox{f, 0, [4]float64{10, y, 40, h}} }
+	box := func(y, h float64) runBox { return runBox{f: f, run: 0, box: [4]float64{10, y, 40, h}} }
 	judge := []runBox{box(500, 20), box(0, 20), box(30, 20), box(9000, 5000)}
 	bands, in := bandsOf(judge, 4000)
 	if len(bands) != 2 {

@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
@@ -179,13 +180,17 @@ func phaseTime(base time.Duration, stuck int) time.Duration {
 
 // layoutRead is the reader's answer in layout mode.
 type layoutRead struct {
-	Runs     []json.RawMessage `json:"runs"`
-	Lens     []int             `json:"lens"` // each run's length in characters, white space collapsed
-	NRuns    int               `json:"nRuns"`
-	CapW     float64           `json:"capW"`
-	CapH     float64           `json:"capH"`
-	Revealed bool              `json:"revealed"`
-	View     [4]float64        `json:"view"` // scroll x, y, viewport width, height
+	Runs []json.RawMessage `json:"runs"`
+	Lens []int             `json:"lens"` // each run's length in characters, white space collapsed
+	// Inks: by run (its index as a key), how far its ink may reach past its boxes: top, right,
+	// bottom, left, in CSS px (shadows, stroke, glyphs past the font's box); runs that reach no
+	// farther are left out.
+	Inks     map[string][4]float64 `json:"inks"`
+	NRuns    int                   `json:"nRuns"`
+	CapW     float64               `json:"capW"`
+	CapH     float64               `json:"capH"`
+	Revealed bool                  `json:"revealed"`
+	View     [4]float64            `json:"view"` // scroll x, y, viewport width, height
 	// Slow says why the frame needs the four-frame proof ("": two frames prove it).
 	Slow string `json:"slow"`
 	// Differs: the frame's runs are not the nodes its first layout in this read counted (the
@@ -217,6 +222,7 @@ type frameRuns struct {
 	children []string
 	still    string // the scroll positions of the last layout (layoutRead.Still)
 	movers   [][4]float64
+	inks     map[int][4]float64 // per run, how far its ink may reach past its boxes (layoutRead.Inks)
 	// unsure says, for a run left pending, why no pass could decide it (reason*), when known.
 	unsure map[int]string
 }
@@ -528,6 +534,12 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 	if !isChild {
 		j.view = l.View
 	}
+	f.inks = map[int][4]float64{}
+	for k, m := range l.Inks {
+		if i, err := strconv.Atoi(k); err == nil {
+			f.inks[i] = m
+		}
+	}
 	f.boxes = make([][][4]float64, len(l.Runs))
 	for i, raw := range l.Runs {
 		if s := string(raw); s == "null" || s == "0" {
@@ -648,7 +660,11 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		f := j.frames[id]
 		for i, bs := range f.boxes {
 			for _, b := range bs {
-				all = append(all, runBox{f, i, b})
+				rb := runBox{f: f, run: i, box: b, ink: inkBox(b, f.inks[i])}
+				if j.r.cfg.noReach {
+					rb.ink = b
+				}
+				all = append(all, rb)
 			}
 			if bs != nil && f.pending[i] {
 				todo = true
@@ -1171,7 +1187,7 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 				continue
 			}
 			for _, b := range boxes[k] {
-				if overlaps(b, rb.box) {
+				if overlaps(b, rb.reach()) {
 					return true
 				}
 			}

@@ -205,6 +205,11 @@ var hiddenCorpus = []visCase{
 	// background moves between the shots.
 	{name: "transparent over a moving background", still: true, body: `<style>@keyframes slide{to{background-position:40px 0}}</style><div style="padding:4px;background:repeating-linear-gradient(90deg,#000 0 10px,#fff 10px 20px);animation:slide .2s linear infinite"><span style="color:transparent">{M}</span></div>`},
 	{name: "transparent over a pulsing block", still: true, body: `<style>@keyframes blink{50%{background:#000}}</style><div style="background:#fff;animation:blink .2s steps(1) infinite"><span style="color:transparent">{M}</span></div>`},
+	// Under another run's ink that reaches past its box (inks: the reach of shadows, strokes and
+	// glyphs past the font's box): that ink is not the marker's.
+	{name: "under another line's thrown shadow", body: `<div style="font:16px monospace"><p style="margin:0;position:relative;z-index:1;text-shadow:0 40px 0 #000">888888888 visible</p><p style="margin:20px 0 0;color:#fff">{M}</p></div>`},
+	{name: "under another line's stacked accents", body: `<div style="font:16px serif;line-height:1"><p style="margin:0 0 8px;color:#fff">{M}</p><p style="margin:0">` + strings.Repeat("x"+strings.Repeat("́", 12), 9) + `</p></div>`},
+	{name: "under another line's wide stroke", body: `<div style="font:24px monospace;line-height:1"><p style="margin:0;-webkit-text-stroke:14px #000">WWWWWWWWW</p><p style="margin:4px 0 0;color:#fff">{M}</p></div>`},
 	// Text in a parent whose child and generated content stay drawn when the runs are off.
 	{name: "transparent run, its child's generated content on top", body: `<style>.k::after{content:"WWWWWWWWWWWWWW";position:absolute;left:0;top:0;color:#000}</style><p style="position:relative;color:transparent">{M}<span class="k"></span></p>`},
 }
@@ -229,6 +234,10 @@ var visibleCorpus = []visCase{
 	{name: "heading", body: `<h1>{M}</h1>`},
 	{name: "bold italic", body: `<p><b><i>{M}</i></b></p>`},
 	{name: "decorative shadow", body: `<p style="text-shadow:2px 2px 2px #aaa">{M}</p>`},
+	{name: "below a heading's long shadow", body: `<h2 style="margin:0;text-shadow:0 10px 6px #bbb">Heading</h2><p style="margin:0">{M}</p>`},
+	{name: "its own long shadow", body: `<p style="text-shadow:0 30px 2px #999">{M}</p>`},
+	{name: "white over another line's shadow", body: `<div style="font:16px monospace"><p style="margin:0;text-shadow:0 40px 0 #000">888888888 visible</p><p style="margin:20px 0 0;color:#fff">{M}</p></div>`,
+		known: "its glyphs lie wholly where another run's shadow reaches, and the split does not read text over other text's ink: withheld as hidden (fail closed)"},
 	{name: "outlined white text", body: `<p style="color:#fff;-webkit-text-stroke:1px #000;font-size:24px">{M}</p>`},
 	{name: "drawn by its shadow", body: `<p style="color:transparent;text-shadow:0 0 0 #000">{M}</p>`},
 	{name: "background-clip text dark", body: `<p style="background:linear-gradient(#000,#333);-webkit-background-clip:text;background-clip:text;color:transparent;display:inline-flex">{M}</p>`},

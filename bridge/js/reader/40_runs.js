@@ -201,6 +201,39 @@
   // lens: in layout mode, each run's length in characters, white space collapsed: the bridge
   // proves a long page a chunk's worth of text at a time (visibility.go, proveChars).
   const lens = [];
+  // inks: in layout mode, by run, how far its ink may reach past its boxes, [top, right, bottom,
+  // left] in CSS px, where it can (0 margins left out): its text shadows (offset and blur), its
+  // stroke, glyphs that draw past the font's box (stacked combining marks, swashes: measured with
+  // the run's font), a blur above it, all scaled as the run is. The bridge counts a pixel for a
+  // run only where no other run's ink may reach (pixels.go): a shadow thrown onto hidden text is
+  // not that text's ink.
+  const inks = {};
+  let inkCtx = null;
+  const inkOf = (t, s, sb) => {
+    const m = [0, 0, 0, 0];
+    const sh = s.textShadow;
+    if (sh && sh !== 'none') {
+      sh.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (all, x, y, bl) => {
+        const dx = parseFloat(x), dy = parseFloat(y), b = parseFloat(bl || '0');
+        m[0] = Math.max(m[0], b - dy); m[1] = Math.max(m[1], b + dx);
+        m[2] = Math.max(m[2], b + dy); m[3] = Math.max(m[3], b - dx);
+        return all;
+      });
+    }
+    const stroke = parseFloat(s.webkitTextStrokeWidth) || 0;
+    try {
+      if (!inkCtx) inkCtx = new OffscreenCanvas(1, 1).getContext('2d');
+      inkCtx.font = s.fontStyle + ' ' + s.fontWeight + ' ' + s.fontSize + ' ' + s.fontFamily;
+      const mt = inkCtx.measureText(t.data);
+      m[0] += Math.max(0, mt.actualBoundingBoxAscent - mt.fontBoundingBoxAscent);
+      m[1] += Math.max(0, mt.actualBoundingBoxRight - mt.width);
+      m[2] += Math.max(0, mt.actualBoundingBoxDescent - mt.fontBoundingBoxDescent);
+      m[3] += Math.max(0, mt.actualBoundingBoxLeft);
+    } catch (e) { /* no canvas here: the style's margins only */ }
+    const k = sb.scale, blur = 3 * sb.blur;
+    const out = m.map((v) => (Math.max(0, v) + stroke) * k + blur);
+    return out.some((v) => v > 0.5) ? out.map((v) => Math.ceil(v)) : null;
+  };
   const runOf = new Map();
   const runParents = new Set();
   let nRuns = 0, withheld = 0, revealNode = null;
@@ -349,6 +382,7 @@
       if (i === opts.reveal) revealNode = t;
       if (fixed && !boxes.length) beyond = true;
       runs.push(beyond ? 0 : (decidable ? boxes : null));
+      if (decidable && !beyond) { const k = inkOf(t, s, sb); if (k) inks[i] = k; }
       lens.push(t.data.replace(/\s+/g, ' ').length);
     }
     if (!opts.verdicts) return (paintVisible(s, p) || no(t, WHY_HIDDEN, 'paint: no contrast (pixels off)')) && fontDraws(t, p, s);

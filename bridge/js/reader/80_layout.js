@@ -49,6 +49,6 @@
       differs = layoutList.length !== lastLayout.list.length || layoutList.some((t, k) => lastLayout.list[k] !== t);
     }
     const slow = twoFrames(owners);
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, lens, nRuns, capW, capH, owners,
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, lens, inks, nRuns, capW, capH, owners,
       view: [sx, sy, vw, vh], differs, slow, still: globalThis.__browserAgentRuns.still(), movers: globalThis.__browserAgentRuns.movers };
   }
