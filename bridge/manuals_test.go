@@ -126,6 +126,13 @@ type manualResult struct {
 // pending at the end, the text handed out holds exactly the characters counted handed out, and
 // at least minLineShare of innerText's lines reached the model (the rest counted withheld).
 func TestManualsConservation(t *testing.T) {
+	// $BRIDGE_MANUAL_NAMED=manual:path,... reads those pages too, on both schemes (with
+	// BRIDGE_MANUAL_PAGES=-1: the named pages only).
+	for _, mp := range strings.Split(os.Getenv("BRIDGE_MANUAL_NAMED"), ",") {
+		if m, p, ok := strings.Cut(mp, ":"); ok && !slices.Contains(namedPages[m], p) {
+			namedPages[m] = append(namedPages[m], p)
+		}
+	}
 	n := envInt("BRIDGE_MANUAL_PAGES", manualPages)
 	maxSize := int64(envInt("BRIDGE_MANUAL_MAX", manualMaxSize))
 	for _, m := range testutil.Manuals {
