@@ -90,6 +90,17 @@ func bandsOf(judge []runBox, maxH float64) ([]band, []int) {
 	return out, in
 }
 
+// bandPixels maps a box in page coordinates to the pixel rectangle it covers in a W x H shot of
+// band bd, clipped to the shot.
+func bandPixels(bd band, W, H int) func(r [4]float64) (x0, y0, x1, y1 int) {
+	scale := float64(W) / (bd.x1 - bd.x0)
+	return func(r [4]float64) (x0, y0, x1, y1 int) {
+		x0, y0 = int((r[0]-bd.x0)*scale), int((r[1]-bd.y0)*scale)
+		x1, y1 = int((r[0]+r[2]-bd.x0)*scale+0.999), int((r[1]+r[3]-bd.y0)*scale+0.999)
+		return max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
+	}
+}
+
 // countBand adds, for every pending run with a box in the band, the pixels it alone covers
 // outside every mover's box that are stable (a, a2), drawn by text (a, b) and not drawn by other
 // text (a, c: generated content, markers, form controls), and its tallest box.
@@ -98,12 +109,7 @@ func countBand(bd band, all []runBox, movers [][4]float64, a, b, c, a2 image.Ima
 	if b.Bounds() != a.Bounds() || c.Bounds() != a.Bounds() || a2.Bounds() != a.Bounds() || W == 0 {
 		return // nothing counted: the runs are decided hidden
 	}
-	scale := float64(W) / (bd.x1 - bd.x0)
-	px := func(r [4]float64) (x0, y0, x1, y1 int) {
-		x0, y0 = int((r[0]-bd.x0)*scale), int((r[1]-bd.y0)*scale)
-		x1, y1 = int((r[0]+r[2]-bd.x0)*scale+0.999), int((r[1]+r[3]-bd.y0)*scale+0.999)
-		return max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
-	}
+	px := bandPixels(bd, W, H)
 	cover := make([]uint8, W*H)
 	for _, rb := range all {
 		x0, y0, x1, y1 := px(rb.reach())
@@ -234,20 +240,14 @@ func confirmed(a, d, d2 image.Image) image.Image {
 	if d.Bounds().Size() != a.Bounds().Size() || d2.Bounds().Size() != a.Bounds().Size() {
 		return a
 	}
-	W, H := a.Bounds().Dx(), a.Bounds().Dy()
-	out := image.NewNRGBA(image.Rect(0, 0, W, H))
 	pa, pd, pd2 := pixOf(a), pixOf(d), pixOf(d2)
-	for y := range H {
-		for x := range W {
-			r, g, b := pd.at(x, y)
-			if diff(r, g, b, pd2.at3(x, y)) > pixelStable {
-				r, g, b = pa.at(x, y)
-			}
-			i := out.PixOffset(x, y)
-			out.Pix[i], out.Pix[i+1], out.Pix[i+2], out.Pix[i+3] = uint8(r), uint8(g), uint8(b), 255
+	return eachPixel(a, func(x, y int) (int, int, int) {
+		r, g, b := pd.at(x, y)
+		if diff(r, g, b, pd2.at3(x, y)) > pixelStable {
+			return pa.at(x, y)
 		}
-	}
-	return out
+		return r, g, b
+	})
 }
 
 // stableIn returns a2 where a3 shows what it shows, and elsewhere a colour far from a's (128 off
@@ -257,16 +257,24 @@ func stableIn(a, a2, a3 image.Image) image.Image {
 	if a2.Bounds().Size() != a.Bounds().Size() || a3.Bounds().Size() != a.Bounds().Size() {
 		return a3
 	}
-	W, H := a.Bounds().Dx(), a.Bounds().Dy()
-	out := image.NewNRGBA(image.Rect(0, 0, W, H))
 	pa, p2, p3 := pixOf(a), pixOf(a2), pixOf(a3)
+	return eachPixel(a, func(x, y int) (int, int, int) {
+		r, g, b := p2.at(x, y)
+		if diff(r, g, b, p3.at3(x, y)) > pixelStable {
+			r, g, b = pa.at(x, y)
+			return (r + 128) % 256, (g + 128) % 256, (b + 128) % 256
+		}
+		return r, g, b
+	})
+}
+
+// eachPixel is an opaque image of like's size whose every pixel is f's colour for it.
+func eachPixel(like image.Image, f func(x, y int) (int, int, int)) *image.NRGBA {
+	W, H := like.Bounds().Dx(), like.Bounds().Dy()
+	out := image.NewNRGBA(image.Rect(0, 0, W, H))
 	for y := range H {
 		for x := range W {
-			r, g, b := p2.at(x, y)
-			if diff(r, g, b, p3.at3(x, y)) > pixelStable {
-				r, g, b = pa.at(x, y)
-				r, g, b = (r+128)%256, (g+128)%256, (b+128)%256
-			}
+			r, g, b := f(x, y)
 			i := out.PixOffset(x, y)
 			out.Pix[i], out.Pix[i+1], out.Pix[i+2], out.Pix[i+3] = uint8(r), uint8(g), uint8(b), 255
 		}
@@ -281,12 +289,7 @@ func otherInk(bd band, boxes [][4]float64, a, d, dp image.Image) int {
 	if d.Bounds() != a.Bounds() || dp.Bounds() != a.Bounds() || W == 0 {
 		return math.MaxInt32 // shots that cannot be compared: as if all of it were another's
 	}
-	scale := float64(W) / (bd.x1 - bd.x0)
-	px := func(r [4]float64) (x0, y0, x1, y1 int) {
-		x0, y0 = int((r[0]-bd.x0)*scale), int((r[1]-bd.y0)*scale)
-		x1, y1 = int((r[0]+r[2]-bd.x0)*scale+0.999), int((r[1]+r[3]-bd.y0)*scale+0.999)
-		return max(x0, 0), max(y0, 0), min(x1, W), min(y1, H)
-	}
+	px := bandPixels(bd, W, H)
 	seen := make(map[int]bool)
 	pa, pd, pp := pixOf(a), pixOf(d), pixOf(dp)
 	n := 0

@@ -199,3 +199,26 @@ func TestOtherInk(t *testing.T) {
 		t.Errorf("a shot of another size: %d pixels, want it counted as all another's", n)
 	}
 }
+
+// TestStableIn: A2 merged with A3 counts a pixel stable (A and the merge agree) only where A, A2
+// and A3 all agree; shots of another size count nothing.
+func TestStableIn(t *testing.T) {
+	dot := image.Point{3, 3}
+	a := canvas(8, 8)
+	stable := func(m image.Image, p image.Point) bool {
+		ar, ag, ab := pixOf(a).at(p.X, p.Y)
+		return diff(ar, ag, ab, pixOf(m).at3(p.X, p.Y)) <= pixelStable
+	}
+	if m := stableIn(a, a, a); !stable(m, dot) || !stable(m, image.Point{0, 0}) {
+		t.Error("A, A2 and A3 alike: a pixel not stable")
+	}
+	if m := stableIn(a, a, canvas(8, 8, dot)); stable(m, dot) || !stable(m, image.Point{0, 0}) {
+		t.Error("A3 drew a pixel A and A2 did not: still stable, or another pixel made unstable")
+	}
+	if m := stableIn(a, canvas(8, 8, dot), canvas(8, 8, dot)); stable(m, dot) {
+		t.Error("A2 and A3 drew a pixel A did not: stable")
+	}
+	if m := stableIn(a, a, canvas(4, 4)); m.Bounds().Size() == a.Bounds().Size() {
+		t.Error("A3 of another size: merged as if comparable")
+	}
+}
