@@ -328,6 +328,11 @@ func inBands(box [4]float64, bands []band) bool {
 	return false
 }
 
+// meets says whether any of boxes meets b.
+func meets(boxes [][4]float64, b [4]float64) bool {
+	return slices.ContainsFunc(boxes, func(a [4]float64) bool { return overlaps(a, b) })
+}
+
 // overlaps says whether two boxes (x, y, w, h) meet.
 func overlaps(a, b [4]float64) bool {
 	return a[0] < b[0]+b[2] && b[0] < a[0]+a[2] && a[1] < b[1]+b[3] && b[1] < a[1]+a[3]
@@ -1082,9 +1087,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 	}
 	a2 := a
 	if remote {
-		// The restore may itself reach the surface late: A2 is shot again, waiting, until it
-		// shows what A showed (at most a2Tries shots). What a frame drew after A stays in every
-		// A2, and its pixels stay unstable, whatever the number of tries.
+		// A2: A shot again once the restore reached the surface (shootA).
 		if a2, err = j.shootA(ctx, a, shootAll); err != nil {
 			return true, err
 		}
@@ -1183,13 +1186,8 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 	}
 	overlapsOther := func(k runKey) bool {
 		for _, rb := range all {
-			if rb.f == k.f && rb.run == k.run {
-				continue
-			}
-			for _, b := range boxes[k] {
-				if overlaps(b, rb.reach()) {
-					return true
-				}
+			if (rb.f != k.f || rb.run != k.run) && meets(boxes[k], rb.reach()) {
+				return true
 			}
 		}
 		return false
@@ -1203,10 +1201,8 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 		for ci, cl := range classes {
 			clash := false
 			for _, m := range cl {
-				for _, b := range boxes[k] {
-					for _, c := range boxes[m] {
-						clash = clash || overlaps(b, c)
-					}
+				for _, c := range boxes[m] {
+					clash = clash || meets(boxes[k], c)
 				}
 			}
 			if !clash {

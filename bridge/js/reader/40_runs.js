@@ -209,16 +209,22 @@
   // not that text's ink.
   const inks = {};
   let inkCtx = null;
-  const inkOf = (t, s, sb) => {
-    const m = [0, 0, 0, 0];
-    const sh = s.textShadow;
-    if (sh && sh !== 'none') {
-      sh.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (all, x, y, bl) => {
-        const dx = parseFloat(x), dy = parseFloat(y), b = parseFloat(bl || '0');
-        m[0] = Math.max(m[0], b - dy); m[1] = Math.max(m[1], b + dx);
-        m[2] = Math.max(m[2], b + dy); m[3] = Math.max(m[3], b - dx);
+  // shadowsOf: a computed text-shadow's shadows, each [x, y, blur] in px.
+  const shadowsOf = (v) => {
+    const out = [];
+    if (v && v !== 'none') {
+      v.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (all, x, y, bl) => {
+        out.push([parseFloat(x), parseFloat(y), parseFloat(bl || '0')]);
         return all;
       });
+    }
+    return out;
+  };
+  const inkOf = (t, s, sb) => {
+    const m = [0, 0, 0, 0];
+    for (const [dx, dy, b] of shadowsOf(s.textShadow)) {
+      m[0] = Math.max(m[0], b - dy); m[1] = Math.max(m[1], b + dx);
+      m[2] = Math.max(m[2], b + dy); m[3] = Math.max(m[3], b - dx);
     }
     const stroke = parseFloat(s.webkitTextStrokeWidth) || 0;
     try {
@@ -331,8 +337,7 @@
     // size or more is a smudge.
     const fill = parseColor(s.webkitTextFillColor);
     if (fill && fill.a < 0.1 && !(parseFloat(s.webkitTextStrokeWidth) > 0) && s.textShadow && s.textShadow !== 'none') {
-      const blurs = [];
-      s.textShadow.replace(/(?:rgba?\([^)]*\)\s*)?(-?[\d.]+)px\s+(-?[\d.]+)px(?:\s+([\d.]+)px)?/g, (m, x, y, bl) => { blurs.push(parseFloat(bl || '0')); return m; });
+      const blurs = shadowsOf(s.textShadow).map((sh) => sh[2]);
       if (blurs.length && blurs.every((bl) => bl * sb.scale >= eff / 4)) return no(t, WHY_HIDDEN, 'drawn only by blurred shadows');
     }
     range.selectNodeContents(t);

@@ -14,9 +14,9 @@
     const prev = globalThis.__browserAgentRuns;
     if (prev && prev.root === root) unpaintRuns();
     const attr = 'data-' + (opts.world || 'browser-agent-reader');
-    // list: the runs' text nodes, by index, and parents their parents in the flat tree; owner: the
-    // run parent each marked element is marked for (PAINT_SOME turns off some parents' paint only).
-    const st = { attr, root, marks: [], css: [], sheets: [], scrollers: [], checks: [], movers: [], list: layoutList, parents: layoutList.map(flatParent), owner: new Map() };
+    // parents: each run's parent in the flat tree, by index; owner: the run parent each marked
+    // element is marked for (PAINT_SOME turns off some parents' paint only).
+    const st = { attr, root, marks: [], css: [], sheets: [], scrollers: [], checks: [], movers: [], parents: layoutList.map(flatParent), owner: new Map() };
     st.exact = () => st.checks.every(([el, ps, v]) => {
       try { return paintOf(ps ? getComputedStyle(el, ps) : getComputedStyle(el)) === v; } catch (e) { return false; }
     });
