@@ -172,7 +172,8 @@ func TestManualPages(t *testing.T) {
 // page; those only form fields hold counted apart, since a field's value is never read) found in
 // what the model got, and the passages withheld, by reason. Each page's figures
 // go to the log; BENCHMARKS.md quotes them. It takes minutes: go test -run '^$' -bench RealWeb
-// -benchtime 1x ./tests/realweb/ ($REALWEB_PAGES=/python/: only the paths that hold it).
+// -benchtime 1x ./tests/realweb/ ($REALWEB_PAGES=/python/: only the paths that hold it;
+// $REALWEB_SCHEMES=http: one scheme).
 func BenchmarkRealWeb(b *testing.B) {
 	c := startCorpus(b, rt)
 	pp := plainPage(b)
@@ -184,9 +185,16 @@ func BenchmarkRealWeb(b *testing.B) {
 	for _, p := range manualPages() {
 		pages = append(pages, page{p, ""})
 	}
-	// REALWEB_PAGES=/python/ reads only the pages whose path holds it.
+	// REALWEB_PAGES=/python/ reads only the pages whose path holds it (several: a,b,...);
+	// REALWEB_SCHEMES=http reads over that scheme only.
 	if only := os.Getenv("REALWEB_PAGES"); only != "" {
-		pages = slices.DeleteFunc(pages, func(p page) bool { return !strings.Contains(p.path, only) })
+		pages = slices.DeleteFunc(pages, func(p page) bool {
+			return !slices.ContainsFunc(strings.Split(only, ","), func(o string) bool { return strings.Contains(p.path, o) })
+		})
+	}
+	schemes := schemes
+	if only := os.Getenv("REALWEB_SCHEMES"); only != "" {
+		schemes = strings.Split(only, ",")
 	}
 	// What a person reads, once per page (the same files over both schemes), the text only
 	// fields hold apart.
