@@ -283,7 +283,10 @@ func eachPixel(like image.Image, f func(x, y int) (int, int, int)) *image.NRGBA 
 }
 
 // otherInk counts the pixels of boxes, in the band, that the runs' paint changes (a and d differ)
-// but the split's does not (a and dp agree): another run's ink inside these boxes (split).
+// but the split's does not (a and dp agree): another run's ink among this run's glyphs (split).
+// Only the extent of the run's own ink in each box counts (where the split's shot changed it, one
+// pixel around): text drawn over it lies there, while an italic word's overhang into the next
+// run's box lies beside that run's glyphs (the period after "int", Python's uuid.html).
 func otherInk(bd band, boxes [][4]float64, a, d, dp image.Image) int {
 	W, H := a.Bounds().Dx(), a.Bounds().Dy()
 	if d.Bounds() != a.Bounds() || dp.Bounds() != a.Bounds() || W == 0 {
@@ -294,7 +297,17 @@ func otherInk(bd band, boxes [][4]float64, a, d, dp image.Image) int {
 	pa, pd, pp := pixOf(a), pixOf(d), pixOf(dp)
 	n := 0
 	for _, b := range boxes {
-		x0, y0, x1, y1 := px(b)
+		bx0, by0, bx1, by1 := px(b)
+		x0, y0, x1, y1 := bx1, by1, bx0, by0
+		for y := by0; y < by1; y++ {
+			for x := bx0; x < bx1; x++ {
+				ar, ag, ab := pa.at(x, y)
+				if diff(ar, ag, ab, pp.at3(x, y)) >= pixelDelta {
+					x0, y0, x1, y1 = min(x0, x), min(y0, y), max(x1, x+1), max(y1, y+1)
+				}
+			}
+		}
+		x0, y0, x1, y1 = max(x0-1, bx0), max(y0-1, by0), min(x1+1, bx1), min(y1+1, by1)
 		for y := y0; y < y1; y++ {
 			for x := x0; x < x1; x++ {
 				if seen[y*W+x] {

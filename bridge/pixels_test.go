@@ -183,7 +183,7 @@ func TestVerdictsNothingLaidOut(t *testing.T) {
 // of the boxes hold it, none outside them.
 func TestOtherInk(t *testing.T) {
 	bd := band{0, 0, 20, 20}
-	mine := []image.Point{{2, 2}, {3, 2}}
+	mine := []image.Point{{2, 2}, {7, 7}}             // its glyphs' extent: 1..8 both ways
 	theirs := []image.Point{{5, 5}, {6, 5}, {15, 15}} // the last outside the boxes
 	a := canvas(20, 20, append(append([]image.Point{}, mine...), theirs...)...)
 	d := canvas(20, 20)             // every run's paint off
@@ -194,6 +194,12 @@ func TestOtherInk(t *testing.T) {
 	}
 	if n := otherInk(bd, boxes, a, d, d); n != 0 {
 		t.Errorf("no other ink (the split turned off what D did): %d pixels, want 0", n)
+	}
+	// Beside its glyphs (an italic word's overhang into the box of the period after it): not
+	// counted.
+	beside := canvas(20, 20, image.Point{2, 2}, image.Point{5, 5}, image.Point{6, 5})
+	if n := otherInk(bd, boxes, beside, d, canvas(20, 20, image.Point{5, 5}, image.Point{6, 5})); n != 0 {
+		t.Errorf("other ink beside the run's own: %d pixels, want 0", n)
 	}
 	if n := otherInk(bd, boxes, a, d, canvas(10, 10)); n < 1<<20 {
 		t.Errorf("a shot of another size: %d pixels, want it counted as all another's", n)

@@ -20,7 +20,8 @@
     if (!ba) return;
     for (const [sc, sh] of ba.sheets) { try { sc.adoptedStyleSheets = sc.adoptedStyleSheets.filter((x) => x !== sh); } catch (e) {} }
     ba.sheets = [];
-    for (const [el, v] of ba.marks) { try { if (el.getAttribute(ba.attr) === v) el.removeAttribute(ba.attr); } catch (e) {} }
+    for (const [el, v] of ba.marks.concat(ba.someMarks || [])) { try { if (el.getAttribute(ba.attr) === v) el.removeAttribute(ba.attr); } catch (e) {} }
+    ba.someMarks = [];
   };
   // The page must not change while the proof shoots it. Frozen, its timers and frames do not
   // run, but a MutationObserver of the page's is called right after an evaluation that changed
@@ -49,7 +50,7 @@
   // (a page can give its own elements the same attribute names or tag).
   const MINE = '__browserAgentMine';
   const mine = globalThis[MINE] || (globalThis[MINE] = new WeakSet());
-  const marked = new WeakSet(ba ? ba.marks.map(([el]) => el) : []);
+  const marked = new WeakSet(ba ? ba.marks.map(([el]) => el).concat((ba.kidKeeps || []).map(([el]) => el)) : []);
   const ours = (r) => (r.type === 'attributes' && ((r.attributeName === BGTEXT && mine.has(r.target)) || (ba && r.attributeName === ba.attr && marked.has(r.target)))) ||
     (r.type === 'childList' && Array.from(r.addedNodes).every((n) => mine.has(n)) && Array.from(r.removedNodes).every((n) => mine.has(n)));
   const watchPage = () => {
@@ -81,8 +82,9 @@
     return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], still: ba.still(), exact: ba.exact() };
   }
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_SOME) {
-    // The paint of some runs only (opts.only): the marks made for their parents. What inherits
-    // from those parents and is a run too goes off with them; off lists every run whose
+    // The paint of some runs only (opts.only): the marks made for their parents; a run parent
+    // among their children keeps its own paint (kidKeeps). What still goes off with them (a
+    // rule of the page's that ties them) is reported: off lists every run whose
     // parent's text paint changed, as the page computes it, so that the bridge counts a pixel
     // for a run only where no other run that went off has a box.
     if (!ba || ba.root !== root || !ba.parents) throw new Error('runs paint: no layout of this document');
@@ -93,7 +95,13 @@
     for (const p of ba.parents) if (p && !before.has(p)) before.set(p, paintNow(p));
     watchPage();
     unpaintRuns();
-    for (const [el, v] of ba.marks) if (parents.has(ba.owner.get(el))) el.setAttribute(ba.attr, v);
+    // A run parent inside one going off keeps its paint unless its own runs go off too.
+    const vals = new Map();
+    const add = (el, v) => vals.set(el, vals.has(el) ? vals.get(el) + ' ' + v : v);
+    for (const [el, v] of ba.marks) if (parents.has(ba.owner.get(el))) add(el, v);
+    for (const [k, t, p] of ba.kidKeeps) if (parents.has(p) && !parents.has(k)) add(k, t);
+    ba.someMarks = Array.from(vals);
+    for (const [el, v] of ba.someMarks) el.setAttribute(ba.attr, v);
     scopeSheets(ba.css);
     void root.offsetHeight;
     const off = [];

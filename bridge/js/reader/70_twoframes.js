@@ -15,8 +15,10 @@
     if (prev && prev.root === root) unpaintRuns();
     const attr = 'data-' + (opts.world || 'browser-agent-reader');
     // parents: each run's parent in the flat tree, by index; owner: the run parent each marked
-    // element is marked for (PAINT_SOME turns off some parents' paint only).
-    const st = { attr, root, marks: [], css: [], sheets: [], scrollers: [], checks: [], movers: [], parents: layoutList.map(flatParent), owner: new Map() };
+    // element is marked for (PAINT_SOME turns off some parents' paint only); kidKeeps: [child, token,
+    // parent] for the run parents among a run parent's children (PAINT_SOME keeps their paint);
+    // someMarks: the marks PAINT_SOME set.
+    const st = { attr, root, marks: [], css: [], sheets: [], scrollers: [], checks: [], movers: [], parents: layoutList.map(flatParent), owner: new Map(), kidKeeps: [], someMarks: [] };
     st.exact = () => st.checks.every(([el, ps, v]) => {
       try { return paintOf(ps ? getComputedStyle(el, ps) : getComputedStyle(el)) === v; } catch (e) { return false; }
     });
@@ -120,7 +122,17 @@
         inherits = true;
       }
       for (const k of kidsOf(p)) {
-        if (runParents.has(k)) continue;
+        if (runParents.has(k)) {
+          // A child holding runs of its own inherits p's paint: off with p in "runs", where it
+          // goes off too; kept as it is when only some runs' paint goes off (PAINT_SOME) and it
+          // is not one of them, so that an italic word's overhang does not go off with the
+          // period after it and leave that period's ink no pixel of its own.
+          const d = decl(cs(k), props);
+          const t = 'r' + classOf(d);
+          st.kidKeeps.push([k, t, p]);
+          addRule(k, '[' + attr + '~="' + t + '"]{' + d + '}');
+          continue;
+        }
         keepTree(k);
         const d = decl(cs(k), props);
         const t = 'r' + classOf(d);
