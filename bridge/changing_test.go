@@ -112,3 +112,37 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// TestReaderLiveLongPage: a long page (900 paragraphs, read in chunks over several reads) whose
+// clock replaces its text every 100 ms is read to its end. Each later layout of a read counted
+// the clock's new text node in the place of the old, and the read stopped there ("changed
+// between layouts"), handing out nothing, read after read; now that run alone is withheld.
+func TestReaderLiveLongPage(t *testing.T) {
+	t.Parallel()
+	s := newSession(t)
+	if _, err := s.Open(ctxT(t), visURL(changingPage(900, `let k = 0; setInterval(() => { clock.textContent = 'Updated ' + (++k); }, 100);`), "")); err != nil {
+		t.Fatal(err)
+	}
+	// At most 40 reads (a quiet machine takes about ten; before, every read handed out nothing).
+	var b strings.Builder
+	for off, i := 0, 0; i < 40; i++ {
+		c, err := s.Read(ctxT(t), off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(c.Text)
+		if !c.More {
+			break
+		}
+		off = c.Next
+	}
+	text := b.String()
+	end, err := s.Read(ctxT(t), len(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "Paragraph 0 of the report") || !strings.Contains(text, "Paragraph 450 of the report") || !strings.Contains(text, "DEEP-END-MARKER") {
+		t.Errorf("the long page with a clock was not read to its end (account %+v): %q", end.Account, clip(text, 300))
+	}
+	t.Logf("%d bytes read, account %+v", len(text), end.Account)
+}

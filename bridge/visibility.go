@@ -196,6 +196,9 @@ type layoutRead struct {
 	// Differs: the frame's runs are not the nodes its first layout in this read counted (the
 	// page put in, took out or replaced text since): its boxes are not taken.
 	Differs bool `json:"differs"`
+	// Replaced are the runs whose nodes another took the place of since the kept layout (a
+	// clock's text at each tick): no longer proven, the read withholds the new nodes.
+	Replaced []int `json:"replaced"`
 	// Still is the frame's scroll positions when laid out: the two-frame proof holds only while
 	// they stay.
 	Still string `json:"still"`
@@ -396,10 +399,12 @@ func (j *pixelJob) verdictsOf(final, ranCourse bool) (map[string][]int, map[stri
 		gone := func(i int) bool {
 			return !final && f.unshown(i) && f.tried[i] && f.unsure[i] == ""
 		}
+		// A run a change of the page's voided (a clock's text, ticking) holds nothing back: it
+		// may never be proven while the page keeps changing it.
 		held := -1
 		if !final {
 			for i, p := range f.pending {
-				if p && !gone(i) {
+				if p && !gone(i) && !j.changed[runKey{f, i}] {
 					held = i
 					break
 				}
@@ -525,6 +530,12 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 		j.order = append(j.order, frame)
 	} else if len(l.Runs) != len(f.verdicts) || l.Differs {
 		return fmt.Errorf("frame %s changed between layouts (%d runs, then %d, other nodes: %v)", frame, len(f.verdicts), len(l.Runs), l.Differs)
+	} else {
+		for _, k := range l.Replaced {
+			if k >= 0 && k < len(f.pending) && f.pending[k] {
+				f.pending[k], f.verdicts[k] = false, runWithheld
+			}
+		}
 	}
 	f.off = off
 	f.still = l.Still
@@ -945,7 +956,7 @@ func (j *pixelJob) proven() int {
 			if f.old[i] {
 				continue
 			}
-			if f.pending[i] {
+			if f.pending[i] && !j.changed[runKey{f, i}] {
 				break
 			}
 			if f.verdicts[i] == runVisible && i < len(f.lens) {

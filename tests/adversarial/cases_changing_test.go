@@ -180,6 +180,8 @@ var livePages = []struct {
   '<div style="position:fixed;bottom:0;left:0;right:0;background:#ffd;padding:8px">This site uses cookies. <button>OK</button></div>'), 1000);</script>`, nil},
 	{"images arriving late", `<p><img alt="" src="/p/img?i=1"> <img alt="" src="/p/img?i=2"></p>`,
 		map[string]func(*env) http.HandlerFunc{"/p/img": slowImage}},
+	{"clock ticking every 100 ms", `<p>Updated <span id=clock>00:00:00.0</span> UTC</p><script>setInterval(() => {
+  clock.textContent = new Date().toISOString().slice(11, 21); }, 100);</script>`, nil},
 }
 
 func liveCase(name, live string, handlers map[string]func(*env) http.HandlerFunc) *tcase {

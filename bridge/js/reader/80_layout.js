@@ -42,13 +42,28 @@
     }
     // The runs by node, for the read (40_runs.js): this layout's, when it is the read's first of
     // the frame or counts the nodes the kept one counts, in its order.
+    // A layout that counts as many runs, some of them other nodes (a clock's text replaced at
+    // each tick), keeps the kept one: replaced lists those runs, which the bridge no longer
+    // proves, and the read withholds their new nodes (put in after the shots).
     let differs = false;
+    const replaced = [];
     if (opts.watch || !lastLayout || lastLayout.root !== root) {
       globalThis[LAYOUT_KEY] = { root, nodes: layoutNodes, list: layoutList };
+    } else if (layoutList.length !== lastLayout.list.length) {
+      differs = true;
     } else {
-      differs = layoutList.length !== lastLayout.list.length || layoutList.some((t, k) => lastLayout.list[k] !== t);
+      // Only a node in the place of one that is gone: a node that moved to another place
+      // (one put in above it, one taken out) differs, as before.
+      const now = new Set(layoutList);
+      layoutList.forEach((t, k) => {
+        const was = lastLayout.list[k];
+        if (was === t) return;
+        if (lastLayout.nodes.has(t) || now.has(was)) differs = true;
+        else replaced.push(k);
+      });
+      if (differs) replaced.length = 0;
     }
     const slow = twoFrames(owners);
     return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls, runs, lens, inks, nRuns, capW, capH, owners,
-      view: [sx, sy, vw, vh], differs, slow, still: globalThis.__browserAgentRuns.still(), movers: globalThis.__browserAgentRuns.movers };
+      view: [sx, sy, vw, vh], differs, replaced, slow, still: globalThis.__browserAgentRuns.still(), movers: globalThis.__browserAgentRuns.movers };
   }
