@@ -60,11 +60,28 @@
     for (let n = t; n; n = n.parentNode || (n.nodeType === 11 ? n.host : null)) if (w.added.has(n)) return true;
     return false;
   };
+  // boxesNow: every element's box, in the coordinates changedRects gives, taken when a group's
+  // watch begins: an element that has no box after a change (a carousel's slide set to display:
+  // none) may have drawn where it was then, and only there.
+  const boxesNow = () => {
+    const child = !!opts.child;
+    const ox = child ? 0 : window.scrollX, oy = child ? 0 : window.scrollY;
+    const m = new WeakMap();
+    for (const sc of everyScope()) {
+      for (const el of sc.querySelectorAll('*')) {
+        const r = el.getBoundingClientRect();
+        m.set(el, [r.left + ox, r.top + oy, r.width, r.height]);
+      }
+    }
+    return m;
+  };
   // changedRects: where the changes of records may have drawn, in the frame's page coordinates
-  // (client coordinates in a child frame), the boxes of what changed now, padded by a few px;
-  // all: anywhere (a removed element, a style sheet, the root, the head or the body changed,
-  // something that draws outside its box, or too many nodes).
-  const changedRects = (records) => {
+  // (client coordinates in a child frame), the boxes of what changed now, padded by a few px, and
+  // for what has no box now its box when the group's watch began (before: boxesNow's); all:
+  // anywhere (a removed element, a style sheet, the root, the head or the body changed, something
+  // that draws outside its box, something with no box now and none known before, or too many
+  // nodes).
+  const changedRects = (records, before) => {
     const child = !!opts.child;
     const ox = child ? 0 : window.scrollX, oy = child ? 0 : window.scrollY;
     const PAD = 4, MAX = 400;
@@ -82,10 +99,17 @@
       return st.boxShadow !== 'none' || st.textShadow !== 'none' || st.filter !== 'none' || st.backdropFilter !== 'none' ||
         (st.outlineStyle !== 'none' && parseFloat(st.outlineWidth) > 0);
     };
-    // An element with no box now (display: none, say) may have drawn anywhere before.
+    // An element with no box now (display: none, say) drew, before, where its box was when the
+    // watch began; one put in since, or with no box then either, may have drawn anywhere.
     const put1 = (el) => {
       const r = el.getBoundingClientRect();
-      if (spills(el) || r.width <= 0 || r.height <= 0) { all = true; return; }
+      if (spills(el)) { all = true; return; }
+      if (r.width <= 0 || r.height <= 0) {
+        const b = before && before.get(el);
+        if (!b || b[2] <= 0 || b[3] <= 0) { all = true; return; }
+        rects.push([b[0] - PAD, b[1] - PAD, b[2] + 2 * PAD, b[3] + 2 * PAD]);
+        return;
+      }
       put(r);
     };
     const subtree = (el) => {

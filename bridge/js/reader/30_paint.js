@@ -55,7 +55,7 @@
     (r.type === 'childList' && Array.from(r.addedNodes).every((n) => mine.has(n)) && Array.from(r.removedNodes).every((n) => mine.has(n)));
   const watchPage = () => {
     if (globalThis[TAMPER]) return;
-    const w = { seen: false, recs: [] };
+    const w = { seen: false, recs: [], boxes: boxesNow() };
     const note = (rs) => { for (const r of rs) if (!ours(r)) { w.seen = true; w.recs.push(r); } };
     w.mo = new MutationObserver(note);
     w.take = () => note(w.mo.takeRecords());
@@ -70,7 +70,7 @@
     w.take();
     w.mo.disconnect();
     globalThis[TAMPER] = null;
-    return w.seen ? changedRects(w.recs) : null;
+    return w.seen ? changedRects(w.recs, w.boxes) : null;
   };
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_RUNS) {
     if (!ba || ba.root !== root) throw new Error('runs paint: no layout of this document');
