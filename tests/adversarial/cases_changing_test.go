@@ -32,17 +32,12 @@ import (
 // (and move everything below them). Its first line and a line in the eighth chunk must reach the
 // model; hidden text on the page (the control reads it) must not.
 func changingCases() []*tcase {
-	// Over https: the live pages and the earliest moment of each way (the suite's time: the three
-	// moments of every way over both schemes took the package from 10 to 17 minutes; the moments
-	// are the reader's timing, not the scheme's).
+	// Every case over http and https: each way at each of the three moments, and the live pages.
 	var cs, twins []*tcase
-	for k, at := range changeMoments {
+	for _, at := range changeMoments {
 		for _, h := range changingHides {
 			c := hiddenChange(h.name, at, h.css, h.change)
-			cs = append(cs, c)
-			if k == 0 {
-				twins = append(twins, c)
-			}
+			cs, twins = append(cs, c), append(twins, c)
 		}
 	}
 	for _, l := range livePages {
@@ -180,6 +175,10 @@ var livePages = []struct {
   '<div style="position:fixed;bottom:0;left:0;right:0;background:#ffd;padding:8px">This site uses cookies. <button>OK</button></div>'), 1000);</script>`, nil},
 	{"images arriving late", `<p><img alt="" src="/p/img?i=1"> <img alt="" src="/p/img?i=2"></p>`,
 		map[string]func(*env) http.HandlerFunc{"/p/img": slowImage}},
+	// Three slides, one shown at a time, the next every 500 ms, as a carousel's script does.
+	{"carousel turning every 500 ms", `<div id=carousel style="height:3em;overflow:hidden">
+  <p>Slide one: the spring offer.</p><p style="display:none">Slide two: the summer offer.</p><p style="display:none">Slide three: the autumn offer.</p></div>
+<script>let k = 0; setInterval(() => { const s = carousel.children; s[k % 3].style.display = 'none'; s[++k % 3].style.display = ''; }, 500);</script>`, nil},
 	{"clock ticking every 100 ms", `<p>Updated <span id=clock>00:00:00.0</span> UTC</p><script>setInterval(() => {
   clock.textContent = new Date().toISOString().slice(11, 21); }, 100);</script>`, nil},
 }
