@@ -399,12 +399,10 @@ func (j *pixelJob) verdictsOf(final, ranCourse bool) (map[string][]int, map[stri
 		gone := func(i int) bool {
 			return !final && f.unshown(i) && f.tried[i] && f.unsure[i] == ""
 		}
-		// A run a change of the page's voided (a clock's text, ticking) holds nothing back: it
-		// may never be proven while the page keeps changing it.
 		held := -1
 		if !final {
-			for i, p := range f.pending {
-				if p && !gone(i) && !j.changed[runKey{f, i}] {
+			for i := range f.pending {
+				if j.holdsBack(f, i) && !gone(i) {
 					held = i
 					break
 				}
@@ -946,6 +944,13 @@ var errPhaseLimit = errors.New("pixel phase: group limit")
 // page goes on from there.
 var errEnough = errors.New("pixel phase: a chunk's text proven")
 
+// holdsBack says whether run i of f holds back the text after it in a read that stops early: it
+// is pending, and no change of the page's voided it (a clock's text, ticking, may never be proven
+// while the page keeps changing it). verdictsOf and proven hold back alike.
+func (j *pixelJob) holdsBack(f *frameRuns, i int) bool {
+	return f.pending[i] && !j.changed[runKey{f, i}]
+}
+
 // proven counts the characters of the runs this phase proved visible that the read hands out:
 // in each frame, those before its first run still pending (verdictsOf holds back the rest, so
 // that text arrives in the page's order).
@@ -956,7 +961,7 @@ func (j *pixelJob) proven() int {
 			if f.old[i] {
 				continue
 			}
-			if f.pending[i] && !j.changed[runKey{f, i}] {
+			if j.holdsBack(f, i) {
 				break
 			}
 			if f.verdicts[i] == runVisible && i < len(f.lens) {

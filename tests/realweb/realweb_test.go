@@ -195,6 +195,11 @@ func BenchmarkRealWeb(b *testing.B) {
 	schemes := schemes
 	if only := os.Getenv("REALWEB_SCHEMES"); only != "" {
 		schemes = strings.Split(only, ",")
+		for _, sc := range schemes {
+			if !slices.Contains([]string{"http", "https"}, sc) {
+				b.Fatalf("REALWEB_SCHEMES: %q is not http or https", sc)
+			}
+		}
 	}
 	// What a person reads, once per page (the same files over both schemes), the text only
 	// fields hold apart.

@@ -122,22 +122,19 @@
         inherits = true;
       }
       for (const k of kidsOf(p)) {
+        const d = decl(cs(k), props);
+        const t = 'r' + classOf(d);
+        addRule(k, '[' + attr + '~="' + t + '"]{' + d + '}');
         if (runParents.has(k)) {
           // A child holding runs of its own inherits p's paint: off with p in "runs", where it
           // goes off too; kept as it is when only some runs' paint goes off (PAINT_SOME) and it
           // is not one of them, so that an italic word's overhang does not go off with the
           // period after it and leave that period's ink no pixel of its own.
-          const d = decl(cs(k), props);
-          const t = 'r' + classOf(d);
           st.kidKeeps.push([k, t, p]);
-          addRule(k, '[' + attr + '~="' + t + '"]{' + d + '}');
           continue;
         }
         keepTree(k);
-        const d = decl(cs(k), props);
-        const t = 'r' + classOf(d);
         mark(k, t);
-        addRule(k, '[' + attr + '~="' + t + '"]{' + d + '}');
         inherits = true;
       }
       if (inherits) {
