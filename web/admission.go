@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // admissions is the admission state, under its own lock: whether the server still admits runs,
@@ -78,7 +80,7 @@ type admission struct {
 	info    RunInfo
 	live    bool   // the ledger allows a live run
 	why     string // why not, when !live
-	rec     Recording
+	rec     runner.Recording
 	other   bool // rec is of another task
 	found   bool // there is a recording to play
 }

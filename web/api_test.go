@@ -22,6 +22,7 @@ import (
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 type resp struct {
@@ -133,7 +134,7 @@ func readEvents(t *testing.T, url string, lastID int) ([]sseEvent, int) {
 }
 
 // waitResult follows a run's stream and returns its result.
-func waitResult(t *testing.T, base, id string) ResultJSON {
+func waitResult(t *testing.T, base, id string) runner.ResultJSON {
 	t.Helper()
 	evs, code := readEvents(t, base+"/api/runs/"+id+"/events", 0)
 	if code != http.StatusOK {
@@ -141,7 +142,7 @@ func waitResult(t *testing.T, base, id string) ResultJSON {
 	}
 	for _, ev := range evs {
 		if ev.name == EventResult {
-			var res ResultJSON
+			var res runner.ResultJSON
 			if err := json.Unmarshal([]byte(ev.data), &res); err != nil {
 				t.Fatal(err)
 			}
@@ -149,7 +150,7 @@ func waitResult(t *testing.T, base, id string) ResultJSON {
 		}
 	}
 	t.Fatalf("run %s: no result event in %d events", id, len(evs))
-	return ResultJSON{}
+	return runner.ResultJSON{}
 }
 
 func TestPresetsAPI(t *testing.T) {
@@ -439,7 +440,7 @@ func TestRunStream(t *testing.T) {
 			steps = append(steps, s)
 		}
 	}
-	var res ResultJSON
+	var res runner.ResultJSON
 	json.Unmarshal([]byte(evs[len(evs)-2].data), &res)
 	if res.Status != coordinator.StatusAnswered || len(res.Fields) == 0 || res.Fields[0].Label != "Record ID" || len(res.Sources) < 2 {
 		t.Errorf("result: got %s, %d fields, %d sources; want answered with Record ID first and two sources", res.Status, len(res.Fields), len(res.Sources))
@@ -455,7 +456,7 @@ func TestRunStream(t *testing.T) {
 	// The fake browser has no live view, and says so.
 	var run RunJSON
 	do(t, "GET", ts.URL+c.URL, "", nil).json(t, &run)
-	if run.State != StateDone || run.Result == nil || len(run.Steps) != len(steps) || run.Frame.View != ViewNone {
+	if run.State != StateDone || run.Result == nil || len(run.Steps) != len(steps) || run.Frame.View != runner.ViewNone {
 		t.Errorf("GET run: state %s, result %v, %d steps, view %q", run.State, run.Result != nil, len(run.Steps), run.Frame.View)
 	}
 	if r := do(t, "GET", ts.URL+c.Frame, "", nil); r.code != 404 {

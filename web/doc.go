@@ -21,7 +21,7 @@
 // spend not yet written to the ledger) and recentRuns (playback.go: the latest live run of each
 // preset). admit names the run it admits under the admissions lock; no other is nested.
 //
-// Key types: Server (New; the page, the API and the SSE stream), Limits (the public-run limits),
-// Ledger (the spend ledger; *audit.Store), RunSpec and Execute (one run and its
-// Moments), and Recording (a recorded real run played past the spend cap).
+// Key types: Server (New; the page, the API and the SSE stream), Limits (the public-run limits).
+// Running a run is not web's: package runner runs one (Execute), keeps browsers warm (Pool),
+// runs the queue's jobs (JobRunner) and captures recordings, for serve, worker and record alike.
 package web

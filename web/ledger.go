@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // Why a recorded run plays instead of a live one.
@@ -21,7 +22,7 @@ const (
 // own lock. Every check for a live run writes that spend out first, so a charge the ledger could
 // not take stops live runs until it is written. With no ledger it allows no live run.
 type spendBook struct {
-	ledger Ledger // nil: no ledger, no live run
+	ledger runner.Ledger // nil: no ledger, no live run
 	cap    float64
 	clock  func() time.Time
 	logf   func(string, ...any)

@@ -16,6 +16,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // xff is the header set of a request forwarded for addr by a proxy.
@@ -246,7 +247,7 @@ func TestClientAddr(t *testing.T) {
 }
 
 // costModel is the offline planner charging usd per turn.
-func costModel(usd float64) ModelFunc {
+func costModel(usd float64) runner.ModelFunc {
 	return func() (coordinator.Model, error) {
 		off := offline.New()
 		return coordinator.ModelFunc{ModelName: "priced", F: func(ctx context.Context, msgs []coordinator.Message, tools []coordinator.ToolSpec) (coordinator.Turn, error) {
@@ -339,8 +340,8 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest
 		t.Fatalf("POST: got recorded %+v, want a recording of %s because %q", c.Recorded, preset, why)
 	}
 	evs, _ := readEvents(t, base+c.Events, 0)
-	rec, _ := LoadRecordings(presets.Recorded())
-	var want Recording
+	rec, _ := runner.LoadRecordings(presets.Recorded())
+	var want runner.Recording
 	for _, r := range rec {
 		if r.Preset == preset {
 			want = r
@@ -350,7 +351,7 @@ func checkRecorded(t *testing.T, base string, c CreatedJSON, why, preset, latest
 		want.Result.RunID = latest
 	}
 	steps := 0
-	var res ResultJSON
+	var res runner.ResultJSON
 	for _, ev := range evs {
 		switch ev.name {
 		case EventStep:

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // lookupRecording is the embedded recording of the lookup preset.
-func lookupRecording(t *testing.T) Recording {
+func lookupRecording(t *testing.T) runner.Recording {
 	t.Helper()
-	recs, err := LoadRecordings(presets.Recorded())
+	recs, err := runner.LoadRecordings(presets.Recorded())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func lookupRecording(t *testing.T) Recording {
 		}
 	}
 	t.Fatal("no lookup recording")
-	return Recording{}
+	return runner.Recording{}
 }
 
 // TestFrameSeq: GET /frame?seq=N answers frame N of the run, so that a replay can step through

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // recentRuns is the latest live run of each preset that ended as expected, kept whole in memory
@@ -12,16 +13,16 @@ import (
 // (Server.recordings) are set once in New and only read.
 type recentRuns struct {
 	mu       sync.Mutex
-	byPreset map[string]Recording
+	byPreset map[string]runner.Recording
 }
 
-func (k *recentRuns) keep(rec Recording) {
+func (k *recentRuns) keep(rec runner.Recording) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.byPreset[rec.Preset] = rec
 }
 
-func (k *recentRuns) get(preset string) (Recording, bool) {
+func (k *recentRuns) get(preset string) (runner.Recording, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rec, ok := k.byPreset[preset]
@@ -34,13 +35,13 @@ const maxRecentSize = 16 << 20
 // keepRecent keeps a live run of a preset that ended as the preset expects, whole and in memory,
 // as the recording played for that preset from now on (the latest real run). Nothing of it is
 // written anywhere.
-func (s *Server) keepRecent(preset coordinator.Preset, res coordinator.Result, browser string, timeline []Moment, size int) {
+func (s *Server) keepRecent(preset coordinator.Preset, res coordinator.Result, browser string, timeline []runner.Moment, size int) {
 	if preset.Name == "" || res.Status != preset.Expect || size > maxRecentSize || browser == "" {
 		return
 	}
-	rec := Recording{
-		Format: RecordingFormat, Preset: preset.Name, RecordedAt: res.EndedAt.UTC(), Browser: browser,
-		Result: resultJSON(res, s.fieldOrder), Timeline: timeline,
+	rec := runner.Recording{
+		Format: runner.RecordingFormat, Preset: preset.Name, RecordedAt: res.EndedAt.UTC(), Browser: browser,
+		Result: runner.ResultOf(res, s.fieldOrder), Timeline: timeline,
 	}
 	if rec.Validate() != nil {
 		return
@@ -50,7 +51,7 @@ func (s *Server) keepRecent(preset coordinator.Preset, res coordinator.Result, b
 
 // recordingFor picks the recorded run played for a task: the preset's own, else the preset of the
 // same record, else the first preset's (the demo's lookup).
-func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording, bool, bool) {
+func (s *Server) recordingFor(task string, preset coordinator.Preset) (runner.Recording, bool, bool) {
 	if rec, ok := s.recording(preset.Name); ok && preset.Name != "" {
 		return rec, false, true
 	}
@@ -62,7 +63,7 @@ func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording
 		}
 	}
 	if len(s.offered) == 0 {
-		return Recording{}, true, false
+		return runner.Recording{}, true, false
 	}
 	rec, ok := s.recording(s.offered[0].Name)
 	return rec, true, ok
@@ -70,7 +71,7 @@ func (s *Server) recordingFor(task string, preset coordinator.Preset) (Recording
 
 // recording is the recording of a preset: the latest live run of it (keepRecent), else the one
 // given (WithRecordings).
-func (s *Server) recording(preset string) (Recording, bool) {
+func (s *Server) recording(preset string) (runner.Recording, bool) {
 	if rec, ok := s.recent.get(preset); ok {
 		return rec, true
 	}
@@ -79,7 +80,7 @@ func (s *Server) recording(preset string) (Recording, bool) {
 }
 
 // recorded labels a run that plays rec (ok: there is one) because of why.
-func recorded(info *RunInfo, rec Recording, other, ok bool, why string) {
+func recorded(info *RunInfo, rec runner.Recording, other, ok bool, why string) {
 	if !ok {
 		info.Recorded = &RecordedInfo{Kind: KindPaused, Why: why}
 		return
@@ -93,7 +94,7 @@ func recorded(info *RunInfo, rec Recording, other, ok bool, why string) {
 }
 
 // startPlayback plays a recorded run in the background.
-func (s *Server) startPlayback(r *run, rec Recording, ok bool) {
+func (s *Server) startPlayback(r *run, rec runner.Recording, ok bool) {
 	go func() {
 		defer s.wg.Done()
 		s.playback(r, rec, ok)
@@ -102,7 +103,7 @@ func (s *Server) startPlayback(r *run, rec Recording, ok bool) {
 
 // playback plays a recorded run in place of a live one, paced like the real run. r's info already
 // carries the recorded label.
-func (s *Server) playback(r *run, rec Recording, ok bool) {
+func (s *Server) playback(r *run, rec runner.Recording, ok bool) {
 	info := r.snapshot().RunInfo
 	if !ok {
 		r.finish(errorResult(info, s.clock().UTC(), "live runs are paused ("+info.Recorded.Why+") and no recorded run is available"))

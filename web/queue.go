@@ -4,107 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/internal/queue"
-	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 )
-
-// JobRunner runs the queue's jobs (internal/queue) without a live view: "browser-agent worker"
-// and the workers inside "serve" for runs no page of theirs follows. Each run goes through Execute,
-// as a live run does, recording through a queue.Recorder: it runs once, whatever River does.
-type JobRunner struct {
-	Policy *policy.Policy
-	Launch coordinator.Launcher
-	// Presets are the presets a job may name (the demo's, from "browser-agent worker"); a job naming
-	// another runs with no task, so it is rejected, recorded.
-	Presets []coordinator.Preset
-	// Model builds the model a job names ("offline", "script:FILE", "openai:NAME"); an error ends
-	// the run as an error, recorded.
-	Model func(spec string) (ModelFunc, error)
-	Store queue.Store
-	// Deadline bounds one run (the coordinator's deadline).
-	Deadline time.Duration
-	// Ledger, when set, is charged with each run's model spend.
-	Ledger Ledger
-	// Done, when set, is told each job's outcome: whether this attempt ran the run, and its result.
-	Done func(job queue.Job, ran bool, res coordinator.Result)
-	// Launched, when set, is told when a job's run asks for its browser: the run executes.
-	Launched func(job queue.Job)
-}
-
-// Exec is the queue.Exec of the runner.
-func (jr *JobRunner) Exec(ctx context.Context, job queue.Job, attempt int) error {
-	if job.Expired(time.Now()) {
-		return queue.Expire(ctx, jr.Store, job)
-	}
-	rec := queue.NewRecorder(jr.Store, job)
-	spec := RunSpec{Policy: jr.Policy, Task: job.Task, ModelName: job.Model, Launch: jr.Launch}
-	if jr.Launched != nil && jr.Launch != nil {
-		spec.Launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-			jr.Launched(job)
-			return jr.Launch(ctx, pol)
-		}
-	}
-	if job.Preset != "" {
-		p, ok := presetNamed(jr.Presets, job.Preset)
-		if !ok {
-			spec.Task = ""
-		} else {
-			spec.Preset, spec.Task = p, p.Task
-		}
-	}
-	if jr.Model != nil {
-		m, err := jr.Model(job.Model)
-		if err != nil {
-			m = func() (coordinator.Model, error) { return nil, err }
-		}
-		spec.Model = m
-	}
-	spec.Options = []coordinator.Option{coordinator.WithRecorder(rec), coordinator.WithDeadline(jr.Deadline)}
-	res, _ := Execute(ctx, spec, func(Moment) {})
-	if err := rec.Settle(ctx); err != nil {
-		return err
-	}
-	if rec.Ran() && jr.Ledger != nil && res.Usage.CostUSD > 0 {
-		if err := jr.Ledger.AddSpend(context.WithoutCancel(ctx), audit.Day(time.Now()), res.Usage.CostUSD); err != nil {
-			return fmt.Errorf("spend ledger: %w", err)
-		}
-	}
-	if jr.Done != nil {
-		jr.Done(job, rec.Ran(), res)
-	}
-	return nil
-}
-
-// WarmLauncher keeps n browsers started before they are needed, one per worker (see pool): each
-// is launched by launch (its own Chromium, profile and egress proxy), handed to one run only, and
-// the next one starts when that run has closed it. stop closes the unused ones and waits; call it
-// after the last run.
-func WarmLauncher(ctx context.Context, launch coordinator.Launcher, pol *policy.Policy, n int) (l coordinator.Launcher, stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	ready := make(chan warmed)
-	ps := make([]*pool, max(n, 1))
-	for i := range ps {
-		p := &pool{launch: launch, pol: pol, ready: ready, now: time.Now}
-		p.wg.Add(1)
-		go p.loop(ctx)
-		ps[i] = p
-	}
-	l = func(ctx context.Context, _ *policy.Policy) (coordinator.Browser, io.Closer, error) {
-		return ps[0].take(ctx, phaseOf(ctx))
-	}
-	return l, func() {
-		cancel()
-		for _, p := range ps {
-			p.wait()
-		}
-	}
-}
 
 // Enqueuer puts runs on the run queue and takes off those no worker has taken: *queue.Queue is one.
 type Enqueuer interface {
@@ -168,7 +75,7 @@ const followEvery = 250 * time.Millisecond
 // viaQueue enqueues r and waits for its result: from this server's own worker, or from the audit
 // rows of a worker of another process. A server that stops takes off the queue a run no worker
 // has taken yet.
-func (s *Server) viaQueue(r *run, task string, preset coordinator.Preset) ResultJSON {
+func (s *Server) viaQueue(r *run, task string, preset coordinator.Preset) runner.ResultJSON {
 	info := r.snapshot().RunInfo
 	p := &pendingRun{r: r, task: task, preset: preset, taken: make(chan struct{}), done: make(chan coordinator.Result, 1)}
 	s.q.mu.Lock()
@@ -194,7 +101,7 @@ func (s *Server) viaQueue(r *run, task string, preset coordinator.Preset) Result
 	for {
 		select {
 		case <-p.taken:
-			return resultJSON(<-p.done, s.fieldOrder)
+			return runner.ResultOf(<-p.done, s.fieldOrder)
 		case <-s.ctx.Done():
 			if p.take() { // no worker of ours has it: take it off the queue, unless another has
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -202,7 +109,7 @@ func (s *Server) viaQueue(r *run, task string, preset coordinator.Preset) Result
 				cancel()
 				return stoppedResult(info, s.clock().UTC())
 			}
-			return resultJSON(<-p.done, s.fieldOrder)
+			return runner.ResultOf(<-p.done, s.fieldOrder)
 		case <-tick.C:
 			rr, steps, err := s.q.store.Run(s.ctx, r.id)
 			if err != nil {
@@ -218,7 +125,7 @@ func (s *Server) viaQueue(r *run, task string, preset coordinator.Preset) Result
 					continue
 				}
 				st := steps[sent]
-				r.moment(Moment{Step: &coordinator.Step{Step: audit.Step{Entry: st.Entry, Tool: st.Tool, Duration: st.Duration}}})
+				r.moment(runner.Moment{Step: &coordinator.Step{Step: audit.Step{Entry: st.Entry, Tool: st.Tool, Duration: st.Duration}}})
 			}
 			if rr.Status != audit.StatusRunning && p.take() {
 				return remoteResult(info, rr)
@@ -228,7 +135,7 @@ func (s *Server) viaQueue(r *run, task string, preset coordinator.Preset) Result
 }
 
 // remoteResult is the result of a run a worker of another process ran, from its audit row.
-func remoteResult(info RunInfo, rr audit.Run) ResultJSON {
+func remoteResult(info RunInfo, rr audit.Run) runner.ResultJSON {
 	res := errorResult(info, rr.FinishedAt, rr.Reason)
 	res.RunID, res.Status, res.RecordID, res.Model, res.Simulated = rr.ID, coordinator.Status(rr.Status), rr.RecordID, rr.Model, rr.Simulated
 	res.StartedAt = rr.StartedAt
@@ -269,8 +176,8 @@ func (s *Server) ExecJob(ctx context.Context, job queue.Job, attempt int) error 
 	})
 	defer stopJob()
 	if p == nil || !p.take() {
-		jr := &JobRunner{Policy: s.pol, Launch: s.launch, Presets: s.offered, Store: s.q.store, Deadline: s.limits.RunDeadline,
-			Model: func(spec string) (ModelFunc, error) {
+		jr := &runner.JobRunner{Policy: s.pol, Launch: s.launch, Presets: s.offered, Store: s.q.store, Deadline: s.limits.RunDeadline,
+			Model: func(spec string) (runner.ModelFunc, error) {
 				if spec != s.modelName && !(spec == "" && s.modelName == "offline") {
 					return nil, fmt.Errorf("model %q is not the one this server runs (%s)", spec, s.modelName)
 				}
@@ -285,16 +192,6 @@ func (s *Server) ExecJob(ctx context.Context, job queue.Job, attempt int) error 
 	err := rec.Settle(ctx)
 	p.done <- res
 	return err
-}
-
-// presetNamed is the preset of ps called name.
-func presetNamed(ps []coordinator.Preset, name string) (coordinator.Preset, bool) {
-	for _, p := range ps {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return coordinator.Preset{}, false
 }
 
 // isClosed says whether ch is closed.

@@ -10,12 +10,13 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // TestRecordedOutcome: the final step of a recorded run shows how the run ended (the step's
 // Outcome, coordinator/step_test.go).
 func TestRecordedOutcome(t *testing.T) {
-	recs, err := LoadRecordings(presets.Recorded())
+	recs, err := runner.LoadRecordings(presets.Recorded())
 	if err != nil {
 		t.Fatal(err)
 	}

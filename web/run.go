@@ -6,6 +6,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // Run states.
@@ -21,7 +22,7 @@ const (
 	EventStep   = "step"   // coordinator.Step
 	EventFrame  = "frame"  // FrameJSON: the live view changed
 	EventPhase  = "phase"  // PhaseJSON: a start phase of the run's browser
-	EventResult = "result" // ResultJSON
+	EventResult = "result" // runner.ResultJSON
 	EventEnd    = "end"    // {}: the stream ends
 )
 
@@ -89,7 +90,7 @@ type RunJSON struct {
 	Phases []PhaseJSON        `json:"phases"`
 	Steps  []coordinator.Step `json:"steps"`
 	Frame  FrameJSON          `json:"frame"`
-	Result *ResultJSON        `json:"result"`
+	Result *runner.ResultJSON `json:"result"`
 }
 
 type event struct {
@@ -112,7 +113,7 @@ type run struct {
 	frame   []byte
 	frames  map[int][]byte // by seq, the last keepFrames
 	fj      FrameJSON
-	result  *ResultJSON
+	result  *runner.ResultJSON
 	done    bool
 
 	to *takeover // the sign-in handoff (takeover.go)
@@ -142,7 +143,7 @@ func (r *run) setState(state string, place int, change func(*RunInfo)) {
 }
 
 // moment records a step or a change of the live view.
-func (r *run) moment(m Moment) {
+func (r *run) moment(m runner.Moment) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -183,11 +184,11 @@ func (r *run) viewLocked(f FrameJSON) {
 func (r *run) atSignIn(url string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.viewLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: ViewWithheld, URL: policy.CleanURL(url)})
+	r.viewLocked(FrameJSON{Seq: r.fj.Seq, Step: len(r.steps), View: runner.ViewWithheld, URL: policy.CleanURL(url)})
 }
 
 // finish records the result and ends the stream.
-func (r *run) finish(res ResultJSON) {
+func (r *run) finish(res runner.ResultJSON) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
@@ -260,17 +261,17 @@ func (r *run) isDone() bool {
 
 // stoppedResult is the result of a run the server's stop ended before it ran (queued) or while it
 // played a recording.
-func stoppedResult(info RunInfo, now time.Time) ResultJSON {
+func stoppedResult(info RunInfo, now time.Time) runner.ResultJSON {
 	res := errorResult(info, now, stopping.Error())
 	res.Status = coordinator.StatusInterrupted
 	return res
 }
 
 // errorResult is the result of a run that could not run at all.
-func errorResult(info RunInfo, now time.Time, reason string) ResultJSON {
-	return ResultJSON{
+func errorResult(info RunInfo, now time.Time, reason string) runner.ResultJSON {
+	return runner.ResultJSON{
 		Status: coordinator.StatusError, Reason: reason, Task: info.Task, Preset: info.Preset, Model: info.Model,
-		Fields: []FieldJSON{}, Sources: []SourceJSON{}, Conflicts: []coordinator.Conflict{},
+		Fields: []runner.FieldJSON{}, Sources: []runner.SourceJSON{}, Conflicts: []coordinator.Conflict{},
 		Evidence: []coordinator.Evidence{}, Steps: []coordinator.Step{}, StartedAt: now, EndedAt: now,
 	}
 }

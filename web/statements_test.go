@@ -10,6 +10,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // What the page says once nobody but the agent is in control of the run's browser (takeover.js).
@@ -209,7 +210,7 @@ func TestAtSignInURL(t *testing.T) {
 	if strings.Contains(all, "SECRET") || strings.Contains(all, "next=") {
 		t.Errorf("the sign-in page's query reached the live view: %s", all)
 	}
-	if snap.Frame.URL != "http://127.0.0.1:1/login" || snap.Frame.View != ViewWithheld || snap.Frame.Seq != 0 {
+	if snap.Frame.URL != "http://127.0.0.1:1/login" || snap.Frame.View != runner.ViewWithheld || snap.Frame.Seq != 0 {
 		t.Errorf("frame while waiting: %+v, want the withheld view at http://127.0.0.1:1/login", snap.Frame)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // StateWaiting is a live run paused at a sign-in page, waiting for the visitor who started it to
@@ -326,11 +327,11 @@ func (s *Server) takeoverFrame(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), frameTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), runner.FrameTimeout)
 	defer cancel()
 	png, err := b.TakeoverScreenshot(ctx)
-	if err != nil || len(png) > maxFrameSize {
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("no frame: %s", ViewFailed), nil)
+	if err != nil || len(png) > runner.MaxFrameSize {
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("no frame: %s", runner.ViewFailed), nil)
 		return
 	}
 	w.Header().Set("Content-Type", "image/png")

@@ -20,6 +20,7 @@ import (
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -485,9 +486,9 @@ func TestPageTakeover(t *testing.T) {
 			views = append(views, ev.data)
 		}
 	}
-	if all := strings.Join(views, " "); !strings.Contains(all, `"view":"`+ViewHandedBack+`"`) || strings.Contains(all, ViewNoPage) ||
-		!strings.Contains(all, `"view":"`+ViewWithheld+`"`) {
-		t.Errorf("the live view's placeholders: %s; want withheld at the sign-in page, then handed back, never %q", all, ViewNoPage)
+	if all := strings.Join(views, " "); !strings.Contains(all, `"view":"`+runner.ViewHandedBack+`"`) || strings.Contains(all, runner.ViewNoPage) ||
+		!strings.Contains(all, `"view":"`+runner.ViewWithheld+`"`) {
+		t.Errorf("the live view's placeholders: %s; want withheld at the sign-in page, then handed back, never %q", all, runner.ViewNoPage)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/browser-agent/browser-agent/internal/guarded"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // guardedLaunch launches the agent's Chromium behind its own egress proxy on the package's driver,
@@ -77,7 +78,7 @@ func (b *countedBrowser) Open(ctx context.Context, url string) (bridge.Page, err
 
 // Screenshot keeps the live view of the wrapped browser.
 func (b *countedBrowser) Screenshot(ctx context.Context) ([]byte, error) {
-	if s, ok := b.Browser.(screenshotter); ok {
+	if s, ok := b.Browser.(runner.Screenshotter); ok {
 		return s.Screenshot(ctx)
 	}
 	return nil, bridge.ErrNoPage
@@ -104,10 +105,10 @@ func TestWarmPool(t *testing.T) {
 		for _, p := range run.Phases {
 			phases = append(phases, p.Phase)
 		}
-		if len(phases) != 3 || phases[0] != PhaseStarting || (phases[1] != PhaseWarm && phases[1] != PhaseWaiting) || phases[2] != PhaseReady {
+		if len(phases) != 3 || phases[0] != runner.PhaseStarting || (phases[1] != runner.PhaseWarm && phases[1] != runner.PhaseWaiting) || phases[2] != runner.PhaseReady {
 			t.Errorf("run %d phases: got %q, want starting, warm (or waiting), ready", i+1, phases)
 		}
-		if i == 0 && phases[1] != PhaseWarm {
+		if i == 0 && phases[1] != runner.PhaseWarm {
 			t.Errorf("the first run did not take the browser started in advance: %q", phases)
 		}
 	}
@@ -236,3 +237,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("goroutines: %d before, %d after\n%s", goBefore, runtime.NumGoroutine(), buf[:n])
 	}
 }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }

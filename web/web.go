@@ -15,16 +15,9 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 	"github.com/browser-agent/browser-agent/web/internal/demostate"
 )
-
-// Ledger is the daily model-spend ledger; *audit.Store is one.
-type Ledger interface {
-	SpendOn(ctx context.Context, day string) (float64, error)
-	AddSpend(ctx context.Context, day string, usd float64) error
-}
-
-var _ Ledger = (*audit.Store)(nil)
 
 // WithVisitLog keeps what the limits count in the audit database db (audit.Store.SQL), so that
 // it survives a restart: each visitor's runs (under a salted hash, never the address) and the
@@ -53,7 +46,7 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{
 		Concurrent: 1, Queue: 0, PerVisitor: 5, Recorded: 30, Window: time.Hour, DailySpendUSD: 3,
-		RunDeadline: 2 * time.Minute, BusyRetry: 15 * time.Second, Streams: 256, VisitorStream: 8, KeepRuns: 64,
+		RunDeadline: runner.DefaultRunDeadline, BusyRetry: 15 * time.Second, Streams: 256, VisitorStream: 8, KeepRuns: 64,
 	}
 }
 
@@ -91,7 +84,7 @@ type Option func(*Server)
 func WithLauncher(l coordinator.Launcher) Option { return func(s *Server) { s.launch = l } }
 
 // WithModel sets the model of live runs: name is recorded when f fails, f builds one per run.
-func WithModel(name string, f ModelFunc) Option {
+func WithModel(name string, f runner.ModelFunc) Option {
 	return func(s *Server) { s.modelName, s.model = name, f }
 }
 
@@ -99,7 +92,7 @@ func WithModel(name string, f ModelFunc) Option {
 func WithRecorder(r coordinator.Recorder) Option { return func(s *Server) { s.rec = r } }
 
 // WithLedger sets the spend ledger. Without one, no live run is allowed: recorded runs play.
-func WithLedger(l Ledger) Option { return func(s *Server) { s.ledger = l } }
+func WithLedger(l runner.Ledger) Option { return func(s *Server) { s.ledger = l } }
 
 // WithRecordedOnly plays a recorded run for every request: no live run, no model spend. It is the
 // demo's recorded-only mode, chosen on purpose ("serve --recorded-only" or "--daily-spend 0").
@@ -139,7 +132,7 @@ func WithFieldOrder(labels ...string) Option {
 }
 
 // WithRecordings sets the recorded runs played instead of live ones: the *.json files at the top
-// of fsys (LoadRecordings), each of a preset (the demo's: presets.Recorded). Without it there are
+// of fsys (runner.LoadRecordings), each of a preset (the demo's: presets.Recorded). Without it there are
 // none.
 func WithRecordings(fsys fs.FS) Option { return func(s *Server) { s.recordingsFS = fsys } }
 
@@ -169,10 +162,10 @@ func WithLogf(f func(format string, args ...any)) Option {
 type Server struct {
 	pol        *policy.Policy
 	launch     coordinator.Launcher
-	model      ModelFunc
+	model      runner.ModelFunc
 	modelName  string
 	rec        coordinator.Recorder
-	ledger     Ledger
+	ledger     runner.Ledger
 	visitLog   *demostate.Log
 	salt       []byte // keys visitor hashes when there is a visit log
 	clock      func() time.Time
@@ -181,7 +174,7 @@ type Server struct {
 	origins    map[string]bool
 	offered    []coordinator.Preset
 	fieldOrder []string
-	recordings map[string]Recording
+	recordings map[string]runner.Recording
 	// recordingsFS holds the recordings until New loads them (WithRecordings).
 	recordingsFS fs.FS
 	speed        float64
@@ -190,7 +183,7 @@ type Server struct {
 	// recordedOnly: every run plays a recording (WithRecordedOnly).
 	recordedOnly bool
 	prewarm      bool
-	pool         *pool
+	pool         *runner.Pool
 	q            *queueState        // set by WithQueue: live runs go through the run queue (queue.go)
 	poolStop     context.CancelFunc // stops the pool's refills when the server begins to stop
 	logf         func(string, ...any)
@@ -225,7 +218,7 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 		adm:       admissions{visits: map[string][]time.Time{}, played: map[string][]time.Time{}},
 		reg:       registry{runs: map[string]*run{}},
 		streams:   streamGate{byVis: map[string]int{}},
-		recent:    recentRuns{byPreset: map[string]Recording{}},
+		recent:    recentRuns{byPreset: map[string]runner.Recording{}},
 		leaseIdle: DefaultLeaseIdle, leaseMax: DefaultLeaseMax,
 	}
 	for _, o := range opts {
@@ -235,9 +228,9 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 	if s.leaseIdle < time.Second || s.leaseMax < s.leaseIdle {
 		return nil, fmt.Errorf("web: a takeover lease needs an idle time of at least 1s and a maximum no shorter (got %v and %v)", s.leaseIdle, s.leaseMax)
 	}
-	s.recordings = map[string]Recording{}
+	s.recordings = map[string]runner.Recording{}
 	if s.recordingsFS != nil {
-		recs, err := LoadRecordings(s.recordingsFS)
+		recs, err := runner.LoadRecordings(s.recordingsFS)
 		if err != nil {
 			return nil, fmt.Errorf("web: %w", err)
 		}
@@ -246,7 +239,7 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 		}
 	}
 	for _, r := range s.recordings {
-		if err := r.ofPreset(s.offered); err != nil {
+		if err := r.OfPreset(s.offered); err != nil {
 			return nil, fmt.Errorf("web: recorded run of preset %q: %w", r.Preset, err)
 		}
 	}
@@ -262,13 +255,13 @@ func New(pol *policy.Policy, opts ...Option) (*Server, error) {
 		// no run waits for another's to end.
 		if s.prewarm && !s.recordedOnly && s.limits.Concurrent == 1 {
 			pctx, stop := context.WithCancel(s.ctx)
-			s.pool, s.poolStop = newPool(pctx, launch, s.pol, time.Now), stop
+			s.pool, s.poolStop = runner.NewPool(pctx, launch, s.pol, time.Now), stop
 			s.launch = func(ctx context.Context, _ *policy.Policy) (coordinator.Browser, io.Closer, error) {
-				return s.pool.take(ctx, phaseOf(ctx))
+				return s.pool.Take(ctx, runner.PhaseOf(ctx))
 			}
 		} else {
 			s.launch = func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
-				phaseOf(ctx)(PhaseCold)
+				runner.PhaseOf(ctx)(runner.PhaseCold)
 				return launch(ctx, pol)
 			}
 		}
@@ -320,7 +313,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel(stopping)
 	<-all
 	if s.pool != nil {
-		s.pool.wait()
+		s.pool.Wait()
 	}
 	return nil
 }
@@ -386,7 +379,7 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 		res := s.execLive(ctx, r, task, preset, sameID{rec, r.id})
 		<-s.slots
 		s.doneLive(r)
-		r.finish(resultJSON(res, s.fieldOrder))
+		r.finish(runner.ResultOf(res, s.fieldOrder))
 	}()
 }
 
@@ -394,12 +387,12 @@ func (s *Server) startLive(r *run, task string, preset coordinator.Preset) {
 // ended as expected and charges its spend.
 func (s *Server) execLive(ctx context.Context, r *run, task string, preset coordinator.Preset, rec coordinator.Recorder) coordinator.Result {
 	opts := []coordinator.Option{coordinator.WithClock(s.clock), coordinator.WithDeadline(s.limits.RunDeadline), coordinator.WithRecorder(rec)}
-	var timeline []Moment
+	var timeline []runner.Moment
 	size := 0
-	res, browser := Execute(ctx, RunSpec{
+	res, browser := runner.Execute(ctx, runner.RunSpec{
 		Policy: s.pol, Task: task, Preset: preset, Model: s.model, ModelName: s.modelName,
 		Launch: s.launch, Options: opts, Frames: s.frames, SignIn: s.signInFunc(r),
-	}, func(m Moment) {
+	}, func(m runner.Moment) {
 		if size += len(m.Frame); size <= maxRecentSize && m.Phase == "" {
 			timeline = append(timeline, m)
 		}

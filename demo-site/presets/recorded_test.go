@@ -6,17 +6,17 @@ import (
 	"testing"
 
 	"github.com/browser-agent/browser-agent/demo-site/presets"
-	"github.com/browser-agent/browser-agent/web"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
-// TestRecorded: every preset has one recorded run, valid (web.LoadRecordings), ending as the
+// TestRecorded: every preset has one recorded run, valid (runner.LoadRecordings), ending as the
 // preset expects, driven by Chromium, its frames PNG.
 func TestRecorded(t *testing.T) {
-	recs, err := web.LoadRecordings(presets.Recorded())
+	recs, err := runner.LoadRecordings(presets.Recorded())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]web.Recording{}
+	got := map[string]runner.Recording{}
 	for _, r := range recs {
 		got[r.Preset] = r
 	}

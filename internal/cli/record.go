@@ -12,7 +12,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
-	"github.com/browser-agent/browser-agent/web"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // DefaultRecordDir is where "browser-agent record" writes without --out: the files "serve" embeds.
@@ -64,7 +64,7 @@ func recordCmd(e *env, args []string) error {
 
 	var failed []string
 	for _, p := range chosen {
-		rec := web.Capture(ctx, web.RunSpec{
+		rec := runner.Capture(ctx, runner.RunSpec{
 			Policy: pol, Task: p.Task, Preset: p, FieldOrder: presets.FieldOrder, ModelName: *modelSpec,
 			Model: func() (coordinator.Model, error) { return buildModel(kind, arg, pol) },
 			Launch: func(ctx context.Context, pol *policy.Policy) (coordinator.Browser, io.Closer, error) {
@@ -85,7 +85,7 @@ func recordCmd(e *env, args []string) error {
 			failed = append(failed, p.Name)
 			continue
 		}
-		data, err := web.MarshalRecording(rec)
+		data, err := runner.MarshalRecording(rec)
 		if err != nil {
 			return fmt.Errorf("record %s: %w", p.Name, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 	"github.com/browser-agent/browser-agent/policy"
+	"github.com/browser-agent/browser-agent/runner"
 	"github.com/browser-agent/browser-agent/web"
 )
 
@@ -119,7 +120,7 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var result web.ResultJSON
+	var result runner.ResultJSON
 	var all strings.Builder
 	for _, ev := range testutil.ReadEvents(io.TeeReader(res.Body, &all)) {
 		if ev.Name == web.EventResult {
@@ -179,7 +180,7 @@ func TestRecord(t *testing.T) {
 	if n := strings.Count(stdout, "\n"); n != 5 {
 		t.Errorf("record printed %d lines, want one per preset:\n%s", n, stdout)
 	}
-	recs, err := web.LoadRecordings(os.DirFS(dir))
+	recs, err := runner.LoadRecordings(os.DirFS(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/internal/queue"
 	"github.com/browser-agent/browser-agent/policy"
-	"github.com/browser-agent/browser-agent/web"
+	"github.com/browser-agent/browser-agent/runner"
 )
 
 // DefaultWorkerDrain is how long "worker" lets its runs go on after SIGINT or SIGTERM.
@@ -38,7 +38,7 @@ func workerCmd(e *env, args []string) error {
 	db := fs.String("db", "", "the database of the queue and the audit: an SQLite file (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+") or a postgres:// URL")
 	workers := fs.Int("workers", 1, "runs at a time in this process (each with its own browser started in advance)")
 	polFile := fs.String("policy", "", "policy file (default: start the embedded demo site and use its policy)")
-	runTimeout := fs.Duration("run-timeout", web.DefaultLimits().RunDeadline, "bounds one run; serve and every worker of a queue must give the same")
+	runTimeout := fs.Duration("run-timeout", runner.DefaultRunDeadline, "bounds one run; serve and every worker of a queue must give the same")
 	rescue := fs.Duration("rescue-after", 0, "how long a run's job may stay taken before the queue hands it out again (its worker died); default the run timeout + "+(queue.JobSlack+queue.RescueSlack).String())
 	drain := fs.Duration("drain", DefaultWorkerDrain, "on SIGINT or SIGTERM, how long runs may go on before they are interrupted")
 	prewarm := fs.Bool("prewarm", true, "start each worker's next browser before its run is taken")
@@ -82,9 +82,9 @@ func workerCmd(e *env, args []string) error {
 	stopWarm := func() {}
 	if *prewarm {
 		// Not the signal's context: a browser being started is closed by stopWarm, after the runs.
-		launch, stopWarm = web.WarmLauncher(context.WithoutCancel(ctx), launch, pol, *workers)
+		launch, stopWarm = runner.WarmLauncher(context.WithoutCancel(ctx), launch, pol, *workers)
 	}
-	jr := &web.JobRunner{
+	jr := &runner.JobRunner{
 		Policy: pol, Launch: launch, Presets: presets.All(), Store: store, Deadline: *runTimeout, Ledger: store,
 		Model: jobModel(pol),
 		Launched: func(job queue.Job) {
@@ -141,9 +141,9 @@ func storeDB(db string, store *audit.Store) string {
 }
 
 // jobModel builds the model a queued run names, as --model does: "" is offline.
-func jobModel(pol *policy.Policy) func(spec string) (web.ModelFunc, error) {
+func jobModel(pol *policy.Policy) func(spec string) (runner.ModelFunc, error) {
 	oa := openAIFromEnv()
-	return func(spec string) (web.ModelFunc, error) {
+	return func(spec string) (runner.ModelFunc, error) {
 		if spec == "" {
 			spec = modelOffline
 		}

@@ -14,7 +14,8 @@
 //	   River, on the audit store's database), web/internal/demostate (the live demo's visit log,
 //	   in the audit store's database)
 //	3  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
-//	   behind its own egress proxy)
+//	   behind its own egress proxy), runner (running a run: one task, warm browsers, the queue's
+//	   jobs, recordings; used by serve, worker and record)
 //	4  the servers, web (serve) and internal/mcpserver, internal/mcpguard (MCP), and, beside them at
 //	   the edge, the demo: demo-site and demo-site/presets, which no server imports
 //	5  internal/cli (every subcommand; it hands the demo's presets, recorded

@@ -23,7 +23,7 @@ var layers = map[string]int{
 	"bridge/internal/genreader": 1,
 	"bridge":                    1, "proxy": 1, "audit": 1,
 	"coordinator": 2, "coordinator/browsertest": 2, "internal/testbrowser": 2, "internal/queue": 2, "web/internal/demostate": 2,
-	"coordinator/offline": 3, "coordinator/openai": 3, "internal/guarded": 3,
+	"coordinator/offline": 3, "coordinator/openai": 3, "internal/guarded": 3, "runner": 3,
 	"web": 4, "internal/mcpserver": 4, "internal/mcpguard": 4, "demo-site": 4, "demo-site/presets": 4,
 	"internal/cli":      5,
 	"cmd/browser-agent": 6, "cmd/demo-site": 6, "bench": 6, "bench/plaincold": 6, "examples/wiki": 6,

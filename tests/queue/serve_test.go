@@ -16,6 +16,7 @@ import (
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/internal/pgtest"
 	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/runner"
 	"github.com/browser-agent/browser-agent/web"
 )
 
@@ -69,7 +70,7 @@ func serveWithWorker(t *testing.T, db string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var result web.ResultJSON
+	var result runner.ResultJSON
 	steps := 0
 	for _, ev := range testutil.ReadEvents(res.Body) {
 		switch ev.Name {

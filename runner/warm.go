@@ -1,4 +1,4 @@
-package web
+package runner
 
 import (
 	"context"
@@ -24,12 +24,12 @@ const (
 // another one started.
 const maxWarmAge = 10 * time.Minute
 
-// pool keeps the next run's browser started before it is needed: one browser, launched by the
+// Pool keeps the next run's browser started before it is needed: one browser, launched by the
 // Launcher (its own egress proxy, a fresh profile, verified as launched by us), waits for the next
 // run, and as soon as the run that took it closes it the next one starts. A browser is handed to one run only and
 // closed by it; an unused one is closed when it is too old or the pool stops. Nothing of one run
 // (browser, profile, cookies, proxy) is ever given to another.
-type pool struct {
+type Pool struct {
 	launch coordinator.Launcher
 	pol    *policy.Policy
 	ready  chan warmed // unbuffered: a browser changes hands exactly once
@@ -48,15 +48,15 @@ type warmed struct {
 	at  time.Time // when it was ready
 }
 
-func newPool(ctx context.Context, launch coordinator.Launcher, pol *policy.Policy, now func() time.Time) *pool {
-	p := &pool{launch: launch, pol: pol, ready: make(chan warmed), now: now}
+func NewPool(ctx context.Context, launch coordinator.Launcher, pol *policy.Policy, now func() time.Time) *Pool {
+	p := &Pool{launch: launch, pol: pol, ready: make(chan warmed), now: now}
 	p.wg.Add(1)
 	go p.loop(ctx)
 	return p
 }
 
 // loop starts one browser at a time and waits for a run to take it, until ctx ends.
-func (p *pool) loop(ctx context.Context) {
+func (p *Pool) loop(ctx context.Context) {
 	defer p.wg.Done()
 	for ctx.Err() == nil {
 		p.mu.Lock()
@@ -117,9 +117,9 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// take hands the waiting browser to a run, or waits for the one being started. It says which
+// Take hands the waiting browser to a run, or waits for the one being started. It says which
 // through phase.
-func (p *pool) take(ctx context.Context, phase func(string)) (coordinator.Browser, io.Closer, error) {
+func (p *Pool) Take(ctx context.Context, phase func(string)) (coordinator.Browser, io.Closer, error) {
 	select {
 	case w := <-p.ready:
 		phase(PhaseWarm)
@@ -135,17 +135,20 @@ func (p *pool) take(ctx context.Context, phase func(string)) (coordinator.Browse
 	}
 }
 
-// wait returns once the pool has stopped (its context ended) and closed its browser.
-func (p *pool) wait() { p.wg.Wait() }
+// Wait returns once the pool has stopped (its context ended) and closed its browser.
+func (p *Pool) Wait() { p.wg.Wait() }
 
 // phaseKey carries a run's phase reporter to its Launcher.
 type phaseKey struct{}
 
-func withPhase(ctx context.Context, f func(string)) context.Context {
+// WithPhase gives ctx a reporter of start phases that the run's Launcher (a warm pool's Take)
+// tells which way its browser came.
+func WithPhase(ctx context.Context, f func(string)) context.Context {
 	return context.WithValue(ctx, phaseKey{}, f)
 }
 
-func phaseOf(ctx context.Context) func(string) {
+// PhaseOf is ctx's phase reporter (WithPhase), or one that drops every phase.
+func PhaseOf(ctx context.Context) func(string) {
 	if f, ok := ctx.Value(phaseKey{}).(func(string)); ok {
 		return f
 	}

@@ -1,4 +1,4 @@
-package web
+package runner
 
 import (
 	"bytes"
@@ -17,13 +17,13 @@ import (
 // ModelFunc builds the model for one run.
 type ModelFunc func() (coordinator.Model, error)
 
-// screenshotter is what the live view needs from a browser: *bridge.Session has it. A browser
+// Screenshotter is what the live view needs from a browser: *bridge.Session has it. A browser
 // without it runs without a live view.
-type screenshotter interface {
+type Screenshotter interface {
 	Screenshot(ctx context.Context) ([]byte, error)
 }
 
-var _ screenshotter = (*bridge.Session)(nil)
+var _ Screenshotter = (*bridge.Session)(nil)
 
 // Why the live view has no frame.
 const (
@@ -34,8 +34,8 @@ const (
 	// ViewHandedBack: a person signed in and handed the browser back; the agent reads nothing of
 	// the page they used and has not opened another yet.
 	ViewHandedBack = "handed back"
-	frameTimeout   = 5 * time.Second // bounds one screenshot
-	maxFrameSize   = 4 << 20         // a larger screenshot is dropped
+	FrameTimeout   = 5 * time.Second // bounds one screenshot
+	MaxFrameSize   = 4 << 20         // a larger screenshot is dropped
 )
 
 // Moment is one entry of a run's timeline: a step, or a change of the live view.
@@ -77,7 +77,7 @@ type RunSpec struct {
 func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.Result, string) {
 	start := time.Now()
 	at := func() int64 { return time.Since(start).Milliseconds() }
-	var shots screenshotter
+	var shots Screenshotter
 	var last []byte
 	lastView := ""
 	view := func(ctx context.Context, after coordinator.Step) {
@@ -88,12 +88,12 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 			}
 			return
 		}
-		sctx, cancel := context.WithTimeout(ctx, frameTimeout)
+		sctx, cancel := context.WithTimeout(ctx, FrameTimeout)
 		png, err := shots.Screenshot(sctx)
 		cancel()
 		var v string
 		switch {
-		case err == nil && len(png) <= maxFrameSize:
+		case err == nil && len(png) <= MaxFrameSize:
 			if bytes.Equal(png, last) && lastView == "" {
 				return
 			}
@@ -153,12 +153,12 @@ func Execute(ctx context.Context, spec RunSpec, emit func(Moment)) (coordinator.
 			return nil, nil, errors.New("no launcher")
 		}
 		emit(Moment{AtMS: at(), Phase: PhaseStarting})
-		b, closer, err := spec.Launch(withPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), pol)
+		b, closer, err := spec.Launch(WithPhase(ctx, func(p string) { emit(Moment{AtMS: at(), Phase: p}) }), pol)
 		if err != nil {
 			return nil, nil, err
 		}
 		emit(Moment{AtMS: at(), Phase: PhaseReady})
-		shots, _ = b.(screenshotter)
+		shots, _ = b.(Screenshotter)
 		browser = b
 		desc = describeBrowser(b)
 		return b, closer, nil

@@ -1,4 +1,4 @@
-package web
+package runner
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type Recording struct {
 
 // Validate checks a recording's shape: the format, a preset named, a status and a timeline whose
 // steps are the result's. That the preset is one the server offers, with the result's task, is
-// checked against the server's presets (New; ofPreset).
+// checked against the server's presets (New; OfPreset).
 func (r Recording) Validate() error {
 	if r.Format != RecordingFormat {
 		return fmt.Errorf("format %d, want %d", r.Format, RecordingFormat)
@@ -61,8 +61,8 @@ func (r Recording) Validate() error {
 	return nil
 }
 
-// ofPreset checks that r is a recording of one of ps: the preset it names, with its task.
-func (r Recording) ofPreset(ps []coordinator.Preset) error {
+// OfPreset checks that r is a recording of one of ps: the preset it names, with its task.
+func (r Recording) OfPreset(ps []coordinator.Preset) error {
 	for _, p := range ps {
 		if p.Name != r.Preset {
 			continue
@@ -130,6 +130,6 @@ func Capture(ctx context.Context, spec RunSpec) Recording {
 	}
 	return Recording{
 		Format: RecordingFormat, Preset: spec.Preset.Name, RecordedAt: time.Now().UTC(), Browser: browser,
-		Result: resultJSON(res, spec.FieldOrder), Timeline: timeline,
+		Result: ResultOf(res, spec.FieldOrder), Timeline: timeline,
 	}
 }
