@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -38,38 +37,6 @@ import (
 // ReasonSlotTimeout is the reason of a request that waited for a fetch slot
 // (max_concurrent_requests) until its navigation timeout passed.
 const ReasonSlotTimeout = "no fetch slot before the timeout"
-
-// BudgetError means a run budget of the policy's limits is spent. The session refuses all further
-// work with it.
-type BudgetError struct {
-	Reason string // policy.ReasonBudgetRunBytes or policy.ReasonBudgetPageRequests
-	Limit  int64  // the limit that was reached
-	Proxy  bool   // the egress proxy, counting on its own, refused the request
-}
-
-// Rule names the policy limit, e.g. "limits.max_run_bytes 134217728".
-func (e *BudgetError) Rule() string {
-	key := "max_run_bytes"
-	if e.Reason == policy.ReasonBudgetPageRequests {
-		key = "max_page_requests"
-	}
-	return fmt.Sprintf("limits.%s %d", key, e.Limit)
-}
-
-func (e *BudgetError) Error() string {
-	by := ""
-	if e.Proxy {
-		by = " at the egress proxy"
-	}
-	return fmt.Sprintf("%s spent%s (%s)", e.Reason, by, e.Rule())
-}
-
-// IsBudget reports whether err is, or wraps, a spent budget, and returns it.
-func IsBudget(err error) (*BudgetError, bool) {
-	var b *BudgetError
-	ok := errors.As(err, &b)
-	return b, ok
-}
 
 // smallBody is the size under which a body is handed to the browser without the fulfil gate.
 const smallBody = 256 << 10

@@ -174,7 +174,7 @@ func TestManualsConservation(t *testing.T) {
 					sum.reached += r.reached
 					sum.whole += r.whole
 					sum.total += r.total
-					sum.account.add(r.account)
+					sum.account.Add(r.account)
 					if float64(r.reached) < minLineShare*float64(r.lines) {
 						low++
 					}

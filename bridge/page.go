@@ -120,8 +120,8 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	st.account = snap.account
 	st.account.Withheld = maps.Clone(snap.account.Withheld)
 	st.account.Handed -= st.capCut + st.invisibleAcct
-	st.account.withhold(readerjs.WhyCap, st.capCut)
-	st.account.withhold(whyInvisible, st.invisibleAcct)
+	st.account.Withhold(readerjs.WhyCap, st.capCut)
+	st.account.Withhold(whyInvisible, st.invisibleAcct)
 	st.list = snap.list
 	st.title = firstNonEmpty(st.title, snap.title)
 	st.heading = firstNonEmpty(st.heading, snap.heading)
@@ -140,7 +140,7 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 	st.vis = snap.vis
 	if len(st.text) >= textCap {
 		st.vis = &visState{done: true} // the cap is reached: nothing more is read
-		st.account.withhold(readerjs.WhyCap, st.account.Pending)
+		st.account.Withhold(readerjs.WhyCap, st.account.Pending)
 		st.account.Pending = 0
 	}
 }

@@ -742,7 +742,7 @@ func pageAccount(reads map[string]*rawRead, mainID string) (Account, []WithheldR
 			a.FramesLost++
 			continue
 		}
-		a.add(Account{Handed: fa.Handed + fa.Served, Pending: fa.Later, Withheld: fa.Withheld})
+		a.Add(Account{Handed: fa.Handed + fa.Served, Pending: fa.Later, Withheld: fa.Withheld})
 		for _, w := range fa.List {
 			if id != mainID {
 				w.Frame = id

@@ -103,7 +103,7 @@ func TestReaderHiddenText(t *testing.T) {
 	if p.Heading != "VISIBLE-18 heading" {
 		t.Errorf("Heading: got %q, want %q", p.Heading, "VISIBLE-18 heading")
 	}
-	if len(fields) == 0 || fields[0] != (Field{Label: "VISIBLE-12 term", Value: "VISIBLE-12 value"}) && !containsField(fields, Field{"VISIBLE-12 term", "VISIBLE-12 value"}) {
+	if len(fields) == 0 || fields[0] != (Field{Label: "VISIBLE-12 term", Value: "VISIBLE-12 value"}) && !containsField(fields, Field{Label: "VISIBLE-12 term", Value: "VISIBLE-12 value"}) {
 		t.Errorf("Fields: got %+v, want the dl pair", fields)
 	}
 }
@@ -196,7 +196,7 @@ func TestLinksAndFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantFields := []Field{{"Record", "SYN-0001"}, {"Status", "Active"}, {"Name", "Ada"}, {"City", "London"}, {"Owner", "Grace"}}
+	wantFields := []Field{{Label: "Record", Value: "SYN-0001"}, {Label: "Status", Value: "Active"}, {Label: "Name", Value: "Ada"}, {Label: "City", Value: "London"}, {Label: "Owner", Value: "Grace"}}
 	if fmt.Sprint(fields) != fmt.Sprint(wantFields) {
 		t.Errorf("Fields:\n\tgot  %+v\n\twant %+v", fields, wantFields)
 	}
@@ -353,7 +353,7 @@ func TestReaderGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !containsField(fields, Field{"Bottom label", "bottom value"}) {
+	if !containsField(fields, Field{Label: "Bottom label", Value: "bottom value"}) {
 		t.Errorf("Fields: got %+v, want the pair at the bottom", fields)
 	}
 	c, err := s.Read(ctxT(t), len(text))

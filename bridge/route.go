@@ -238,18 +238,6 @@ func proxyReason(s string) string {
 	return s
 }
 
-// EgressError is a request the egress proxy refused, or failed (an upstream certificate that does
-// not verify, an upstream down), as the bridge's fetcher saw it.
-type EgressError struct {
-	Host   string // host[:port] of the request
-	Status int
-	Reason string // the proxy's reason phrase
-}
-
-func (e *EgressError) Error() string {
-	return fmt.Sprintf("egress proxy: %s: %s (status %d)", e.Reason, e.Host, e.Status)
-}
-
 // exactURL is the request URL for rawURL, a canonical URL the policy decided, that net/http sends
 // with exactly its path and query, byte for byte: parsed into a url.URL and written back,
 // characters such as '|' and '^' would be escaped again. The request target goes in Opaque: the

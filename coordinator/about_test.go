@@ -3,7 +3,7 @@ package coordinator_test
 import (
 	"testing"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 )
@@ -16,7 +16,7 @@ func TestAboutTheRecord(t *testing.T) {
 	const origin = "http://127.0.0.1:8081"
 	pol := demoPolicy(t, origin)
 	page := origin + "/records/SYN-0042"
-	status := bridge.Field{Label: "Status", Value: "Active"}
+	status := browse.Field{Label: "Status", Value: "Active"}
 	notAbout := "unsupported answer: source " + page + " is not about record SYN-0042"
 	tests := []struct {
 		name       string
@@ -24,29 +24,29 @@ func TestAboutTheRecord(t *testing.T) {
 		wantStatus coordinator.Status
 		wantReason string
 	}{
-		{"id only in the title", browsertest.Page{Title: "SYN-0042 — Amber Ridge", Fields: []bridge.Field{status}},
+		{"id only in the title", browsertest.Page{Title: "SYN-0042 — Amber Ridge", Fields: []browse.Field{status}},
 			coordinator.StatusAnswered, coordinator.ReasonAnswered},
-		{"id only in the main heading", browsertest.Page{Title: "Amber Ridge", Heading: "Record syn-0042", Fields: []bridge.Field{status}},
+		{"id only in the main heading", browsertest.Page{Title: "Amber Ridge", Heading: "Record syn-0042", Fields: []browse.Field{status}},
 			coordinator.StatusAnswered, coordinator.ReasonAnswered},
-		{"id labelled differently", browsertest.Page{Title: "Amber Ridge", Fields: []bridge.Field{{Label: "Identifier", Value: " SYN-0042 "}, status}},
+		{"id labelled differently", browsertest.Page{Title: "Amber Ridge", Fields: []browse.Field{{Label: "Identifier", Value: " SYN-0042 "}, status}},
 			coordinator.StatusAnswered, coordinator.ReasonAnswered},
-		{"id under the policy's label with more words", browsertest.Page{Fields: []bridge.Field{{Label: "Record ID:", Value: "SYN-0042 (current)"}, status}},
+		{"id under the policy's label with more words", browsertest.Page{Fields: []browse.Field{{Label: "Record ID:", Value: "SYN-0042 (current)"}, status}},
 			coordinator.StatusAnswered, coordinator.ReasonAnswered},
-		{"the demo's own label", browsertest.Page{Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, status}},
+		{"the demo's own label", browsertest.Page{Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}, status}},
 			coordinator.StatusAnswered, coordinator.ReasonAnswered},
-		{"another record's page", browsertest.Page{Title: "SYN-0043 — Birch Creek", Heading: "SYN-0043", Fields: []bridge.Field{status}},
+		{"another record's page", browsertest.Page{Title: "SYN-0043 — Birch Creek", Heading: "SYN-0043", Fields: []browse.Field{status}},
 			coordinator.StatusBlocked, notAbout},
-		{"another record in the fields, ours in the title", browsertest.Page{Title: "SYN-0042", Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0043"}, status}},
+		{"another record in the fields, ours in the title", browsertest.Page{Title: "SYN-0042", Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0043"}, status}},
 			coordinator.StatusBlocked, notAbout},
-		{"two records listed in the fields", browsertest.Page{Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Record ID", Value: "SYN-0043"}, status}},
+		{"two records listed in the fields", browsertest.Page{Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Record ID", Value: "SYN-0043"}, status}},
 			coordinator.StatusBlocked, notAbout},
-		{"another record named in a field's text", browsertest.Page{Title: "SYN-0042", Fields: []bridge.Field{status, {Label: "Supersedes", Value: "replaces SYN-0041 from 2019"}}},
+		{"another record named in a field's text", browsertest.Page{Title: "SYN-0042", Fields: []browse.Field{status, {Label: "Supersedes", Value: "replaces SYN-0041 from 2019"}}},
 			coordinator.StatusBlocked, notAbout},
-		{"two records in the heading", browsertest.Page{Heading: "SYN-0042 and SYN-0043 compared", Fields: []bridge.Field{status}},
+		{"two records in the heading", browsertest.Page{Heading: "SYN-0042 and SYN-0043 compared", Fields: []browse.Field{status}},
 			coordinator.StatusBlocked, notAbout},
-		{"id only in the page's text", browsertest.Page{Title: "A record", Text: "This page is about SYN-0042.", Fields: []bridge.Field{status}},
+		{"id only in the page's text", browsertest.Page{Title: "A record", Text: "This page is about SYN-0042.", Fields: []browse.Field{status}},
 			coordinator.StatusBlocked, notAbout},
-		{"id inside a longer word", browsertest.Page{Title: "XSYN-0042", Fields: []bridge.Field{status}},
+		{"id inside a longer word", browsertest.Page{Title: "XSYN-0042", Fields: []browse.Field{status}},
 			coordinator.StatusBlocked, notAbout},
 	}
 	for _, tt := range tests {

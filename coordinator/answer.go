@@ -10,7 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -188,7 +188,7 @@ func unsupported(format string, args ...any) verdict {
 //
 // Otherwise, and under a policy that declares no record, the page is about no record: "". A page
 // that lists two records, or names one in its heading and another in a field, is about neither.
-func aboutRecord(rec *policy.Record, title, heading string, fields []bridge.Field) string {
+func aboutRecord(rec *policy.Record, title, heading string, fields []browse.Field) string {
 	if rec == nil {
 		return ""
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	"github.com/browser-agent/browser-agent/policy"
@@ -15,11 +15,11 @@ import (
 // it.
 type budgetBrowser struct {
 	coordinator.Browser
-	err *bridge.BudgetError
+	err *browse.BudgetError
 }
 
-func (b budgetBrowser) Open(ctx context.Context, url string) (bridge.Page, error) {
-	return bridge.Page{URL: url, Status: 200}, fmt.Errorf("open %s: %w", url, b.err)
+func (b budgetBrowser) Open(ctx context.Context, url string) (browse.Page, error) {
+	return browse.Page{URL: url, Status: 200}, fmt.Errorf("open %s: %w", url, b.err)
 }
 
 // TestBudgetEndsRun: a spent run budget ends the run blocked at that step, naming the budget and
@@ -29,15 +29,15 @@ func TestBudgetEndsRun(t *testing.T) {
 	pol := demoPolicy(t, origin)
 	tests := []struct {
 		name       string
-		err        *bridge.BudgetError
+		err        *browse.BudgetError
 		wantReason string
 		wantLayer  string
 	}{
-		{"run bytes in the browser", &bridge.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: 128 << 20},
+		{"run bytes in the browser", &browse.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: 128 << 20},
 			"budget: run bytes spent (limits.max_run_bytes 134217728)", policy.LayerBrowser},
-		{"run bytes at the proxy", &bridge.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: 1 << 20, Proxy: true},
+		{"run bytes at the proxy", &browse.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: 1 << 20, Proxy: true},
 			"budget: run bytes spent at the egress proxy (limits.max_run_bytes 1048576)", policy.LayerProxy},
-		{"page requests", &bridge.BudgetError{Reason: policy.ReasonBudgetPageRequests, Limit: 500},
+		{"page requests", &browse.BudgetError{Reason: policy.ReasonBudgetPageRequests, Limit: 500},
 			"budget: page requests spent (limits.max_page_requests 500)", policy.LayerBrowser},
 	}
 	for _, tt := range tests {

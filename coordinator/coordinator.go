@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -20,14 +20,14 @@ import (
 // or runs script. The real implementation is *bridge.Session.
 type Browser interface {
 	// Open navigates to url, deciding every redirect hop. A credential page gives
-	// bridge.ErrCredentialRequired and nothing else; a denied hop gives a *bridge.DeniedError.
-	Open(ctx context.Context, url string) (bridge.Page, error)
+	// browse.ErrCredentialRequired and nothing else; a denied hop gives a *browse.DeniedError.
+	Open(ctx context.Context, url string) (browse.Page, error)
 	// Read returns the chunk of the current page's visible text that starts at offset.
-	Read(ctx context.Context, offset int) (bridge.Chunk, error)
+	Read(ctx context.Context, offset int) (browse.Chunk, error)
 	// Links lists the current page's anchors.
-	Links(ctx context.Context) ([]bridge.Link, error)
+	Links(ctx context.Context) ([]browse.Link, error)
 	// Fields returns the current page's labelled fields.
-	Fields(ctx context.Context) ([]bridge.Field, error)
+	Fields(ctx context.Context) ([]browse.Field, error)
 }
 
 // SoFar is implemented by browsers that prove a long page a chunk at a time (bridge.Session):
@@ -35,8 +35,8 @@ type Browser interface {
 // search_site hand out a page's first chunk with them, so that a long page's first answer does
 // not wait for the proof of its end; list_links and extract_fields give the whole page's.
 type SoFar interface {
-	LinksSoFar(ctx context.Context) ([]bridge.Link, bool, error)
-	FieldsSoFar(ctx context.Context) ([]bridge.Field, bool, error)
+	LinksSoFar(ctx context.Context) ([]browse.Link, bool, error)
+	FieldsSoFar(ctx context.Context) ([]browse.Field, bool, error)
 }
 
 // EgressLog is implemented by browsers that record the requests decided beneath the tools: by the

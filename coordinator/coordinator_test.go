@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
@@ -497,8 +497,8 @@ func TestEnvelope(t *testing.T) {
 		page: {
 			Title:  `Title "} ` + hostile[3],
 			Text:   text,
-			Links:  []bridge.Link{{N: 1, Text: hostile[2], URL: origin + "/sources/b/SYN-0042", Allowed: true}},
-			Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: `Status"}`, Value: hostile[2]}},
+			Links:  []browse.Link{{N: 1, Text: hostile[2], URL: origin + "/sources/b/SYN-0042", Allowed: true}},
+			Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: `Status"}`, Value: hostile[2]}},
 		},
 	})
 	b.Chunk = 1 << 20
@@ -564,8 +564,8 @@ func TestAnotherRecordCited(t *testing.T) {
 	pol := demoPolicy(t, origin)
 	r42, r43 := origin+"/records/SYN-0042", origin+"/records/SYN-0043"
 	b := browsertest.NewPages(map[string]browsertest.Page{
-		r42: {Text: "ok", Links: []bridge.Link{{N: 1, Text: "see also", URL: r43}}},
-		r43: {Text: "ok", Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0043"}, {Label: "Status", Value: "Closed"}}},
+		r42: {Text: "ok", Links: []browse.Link{{N: 1, Text: "see also", URL: r43}}},
+		r43: {Text: "ok", Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0043"}, {Label: "Status", Value: "Closed"}}},
 	})
 	model := script(open(r42), call("list_links", `{}`), call("open_url", `{"link":1}`), extract(),
 		answer("SYN-0042", map[string]string{"Status": "Closed"}, r43))
@@ -583,7 +583,7 @@ func TestBrowserLies(t *testing.T) {
 	b := browsertest.NewPages(map[string]browsertest.Page{
 		page: {
 			Text: "ok",
-			Links: []bridge.Link{
+			Links: []browse.Link{
 				{N: 1, Text: "off-site", URL: "https://example.com/", Allowed: true, Reason: "allowed read route"},
 				{N: 2, Text: "delete", URL: origin + "/records/SYN-0042/delete?confirm=yes", Allowed: true},
 				{N: 3, Text: "relative", URL: "/sources/b/SYN-0042", Allowed: false},
@@ -596,9 +596,9 @@ func TestBrowserLies(t *testing.T) {
 			},
 		},
 		origin + "/records/SYN-0043": {Text: secret, FinalURL: "https://evil.example/records/SYN-0043"},
-		origin + "/records/SYN-0044": {Err: &bridge.DeniedError{URL: origin + "/records/SYN-0044/delete", Hop: 2,
+		origin + "/records/SYN-0044": {Err: &browse.DeniedError{URL: origin + "/records/SYN-0044/delete", Hop: 2,
 			Decision: policy.Decision{Reason: policy.ReasonWriteWord, Rule: `write word "delete" in path`, URL: origin + "/records/SYN-0044/delete"}}},
-		origin + "/records/SYN-0045": {Err: fmt.Errorf("open: %w", bridge.ErrHopLimit)},
+		origin + "/records/SYN-0045": {Err: fmt.Errorf("open: %w", browse.ErrHopLimit)},
 		origin + "/records/SYN-0046": {Err: errors.New("page load error: " + secret)},
 	})
 	model := &recordingModel{Model: script(open(page), call("list_links", `{}`),
@@ -663,7 +663,7 @@ func TestCredentialPage(t *testing.T) {
 		{"http fake", browsertest.NewHTTP(pol)},
 		// A careless bridge that wraps the page's content into its error.
 		{"error carrying the page", browsertest.NewPages(map[string]browsertest.Page{
-			srv.URL + "/records/SYN-0013": {Err: fmt.Errorf("login form password=%s code=%s card=%s: %w", secrets[0], secrets[1], secrets[2], bridge.ErrCredentialRequired)},
+			srv.URL + "/records/SYN-0013": {Err: fmt.Errorf("login form password=%s code=%s card=%s: %w", secrets[0], secrets[1], secrets[2], browse.ErrCredentialRequired)},
 		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -962,7 +962,7 @@ func TestEvidenceStamp(t *testing.T) {
 	at := time.Date(2031, 7, 8, 9, 10, 11, 12, time.UTC)
 	page := origin + "/records/SYN-0042"
 	b := browsertest.NewPages(map[string]browsertest.Page{page: {
-		Fields: []bridge.Field{{Label: " Record ID ", Value: " syn-0042 "}, {Label: "Status", Value: "Active"}},
+		Fields: []browse.Field{{Label: " Record ID ", Value: " syn-0042 "}, {Label: "Status", Value: "Active"}},
 	}})
 	model := &recordingModel{Model: script(open(page), extract(), answer("SYN-0042", map[string]string{"Status": "Active"}, page))}
 	res := coordinator.New(pol, coordinator.WithClock(func() time.Time { return at })).Run(t.Context(),

@@ -2,9 +2,10 @@
 // call with the policy before any browser work, and reports an answer only when the evidence it
 // extracted in this run backs every claimed value.
 //
-// It sits above policy, bridge and audit: it drives any Browser (a bridge session behind the
-// egress proxy in production, coordinator/browsertest in tests) and records through a Recorder
-// (the audit store). web, internal/mcpserver and internal/cli run it.
+// It sits above policy, browse and audit, and knows no browser: it drives any Browser, whose
+// pages, chunks, links, fields and errors are package browse's (a bridge session behind the
+// egress proxy in production, coordinator/browsertest in tests), and records through a Recorder
+// (the audit store). runner, web, internal/mcpserver and internal/cli run it.
 //
 // Key types: Coordinator (New; Run runs a task, StartSession serves tool calls one at a time for
 // MCP), Model (the model behind the tools; coordinator/openai, coordinator/offline, Script for

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
@@ -21,7 +21,7 @@ type plantingBrowser struct {
 	pending []policy.Entry
 }
 
-func (b *plantingBrowser) Open(ctx context.Context, url string) (p bridge.Page, err error) {
+func (b *plantingBrowser) Open(ctx context.Context, url string) (p browse.Page, err error) {
 	p, err = b.Browser.Open(ctx, url)
 	b.pending = append(b.pending, b.plant(url)...)
 	return p, err

@@ -11,7 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	"github.com/browser-agent/browser-agent/policy"
@@ -125,8 +125,8 @@ func TestInterruptBeforeRun(t *testing.T) {
 // deadBrowser fails every call, and says its process is gone.
 type deadBrowser struct{ *browsertest.Pages }
 
-func (deadBrowser) Open(ctx context.Context, url string) (bridge.Page, error) {
-	return bridge.Page{}, errors.New("target closed")
+func (deadBrowser) Open(ctx context.Context, url string) (browse.Page, error) {
+	return browse.Page{}, errors.New("target closed")
 }
 func (deadBrowser) Alive() error { return errors.New("Chromium exited") }
 

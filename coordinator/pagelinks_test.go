@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 )
@@ -26,14 +26,14 @@ func TestPageLinks(t *testing.T) {
 	rec := origin + "/records/SYN-0042"
 	// 1: a write link (denied); 2..26: 25 other records' pages (allowed); 27: the record's second
 	// source (allowed).
-	links := []bridge.Link{{Text: "Edit", URL: rec + "/edit"}}
+	links := []browse.Link{{Text: "Edit", URL: rec + "/edit"}}
 	for i := 1; i <= 25; i++ {
-		links = append(links, bridge.Link{Text: fmt.Sprintf("SYN-%04d", i), URL: fmt.Sprintf("%s/records/SYN-%04d", origin, i)})
+		links = append(links, browse.Link{Text: fmt.Sprintf("SYN-%04d", i), URL: fmt.Sprintf("%s/records/SYN-%04d", origin, i)})
 	}
-	links = append(links, bridge.Link{Text: "Registry B", URL: origin + "/sources/b/SYN-0042"})
+	links = append(links, browse.Link{Text: "Registry B", URL: origin + "/sources/b/SYN-0042"})
 	b := browsertest.NewPages(map[string]browsertest.Page{rec: {
 		Title: "SYN-0042", Links: links,
-		Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
+		Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
 	}})
 	model := &recordingModel{Model: script(
 		open(rec),
@@ -103,8 +103,8 @@ func TestPageReadCredential(t *testing.T) {
 	rec := origin + "/records/SYN-0042"
 	const secret = "page-text-9f3c"
 	b := browsertest.NewPages(map[string]browsertest.Page{rec: {
-		Title: "SYN-0042 " + secret, Text: secret, ReadErr: bridge.ErrCredentialRequired,
-		Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}},
+		Title: "SYN-0042 " + secret, Text: secret, ReadErr: browse.ErrCredentialRequired,
+		Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}},
 	}})
 	model := &recordingModel{Model: script(open(rec), answer("SYN-0042", map[string]string{"Record ID": "SYN-0042"}, rec))}
 	res := coordinator.New(pol).Run(t.Context(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: b})
@@ -124,7 +124,7 @@ type soFarPages struct {
 	calls int // LinksSoFar and FieldsSoFar calls
 }
 
-func (b *soFarPages) LinksSoFar(ctx context.Context) ([]bridge.Link, bool, error) {
+func (b *soFarPages) LinksSoFar(ctx context.Context) ([]browse.Link, bool, error) {
 	b.calls++
 	ls, err := b.Links(ctx)
 	if b.whole {
@@ -133,7 +133,7 @@ func (b *soFarPages) LinksSoFar(ctx context.Context) ([]bridge.Link, bool, error
 	return ls[:1], false, err
 }
 
-func (b *soFarPages) FieldsSoFar(ctx context.Context) ([]bridge.Field, bool, error) {
+func (b *soFarPages) FieldsSoFar(ctx context.Context) ([]browse.Field, bool, error) {
 	b.calls++
 	fs, err := b.Fields(ctx)
 	if b.whole {
@@ -152,8 +152,8 @@ func TestPageSoFar(t *testing.T) {
 	for _, whole := range []bool{false, true} {
 		b := &soFarPages{Pages: browsertest.NewPages(map[string]browsertest.Page{rec: {
 			Title:  "SYN-0042",
-			Links:  []bridge.Link{{Text: "SYN-0001", URL: origin + "/records/SYN-0001"}, {Text: "Registry B", URL: origin + "/sources/b/SYN-0042"}},
-			Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
+			Links:  []browse.Link{{Text: "SYN-0001", URL: origin + "/records/SYN-0001"}, {Text: "Registry B", URL: origin + "/sources/b/SYN-0042"}},
+			Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
 		}})}
 		b.whole = whole
 		model := &recordingModel{Model: script(open(rec), answer("SYN-0042", map[string]string{"Record ID": "SYN-0042"}, rec))}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 )
@@ -30,7 +30,7 @@ func readResults(t *testing.T, text string, chunk int, calls ...coordinator.Scri
 	pol := demoPolicy(t, origin)
 	rec := origin + "/records/SYN-0042"
 	b := browsertest.NewPages(map[string]browsertest.Page{rec: {
-		Title: "SYN-0042", Text: text, Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}},
+		Title: "SYN-0042", Text: text, Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}},
 	}})
 	b.Chunk = chunk
 	steps := append([]coordinator.ScriptStep{open(rec)}, calls...)
@@ -226,13 +226,13 @@ type provenPages struct {
 	end bool // a read reached the page's end
 }
 
-func (b *provenPages) Open(ctx context.Context, url string) (bridge.Page, error) {
+func (b *provenPages) Open(ctx context.Context, url string) (browse.Page, error) {
 	p, err := b.Pages.Open(ctx, url)
 	b.end = err == nil && !p.More
 	return p, err
 }
 
-func (b *provenPages) Read(ctx context.Context, offset int) (bridge.Chunk, error) {
+func (b *provenPages) Read(ctx context.Context, offset int) (browse.Chunk, error) {
 	c, err := b.Pages.Read(ctx, offset)
 	if err == nil && !c.More {
 		b.end = true
@@ -240,7 +240,7 @@ func (b *provenPages) Read(ctx context.Context, offset int) (bridge.Chunk, error
 	return c, err
 }
 
-func (b *provenPages) LinksSoFar(ctx context.Context) ([]bridge.Link, bool, error) {
+func (b *provenPages) LinksSoFar(ctx context.Context) ([]browse.Link, bool, error) {
 	ls, err := b.Links(ctx)
 	if b.end {
 		return ls, true, err
@@ -248,7 +248,7 @@ func (b *provenPages) LinksSoFar(ctx context.Context) ([]bridge.Link, bool, erro
 	return ls[:1], false, err
 }
 
-func (b *provenPages) FieldsSoFar(ctx context.Context) ([]bridge.Field, bool, error) {
+func (b *provenPages) FieldsSoFar(ctx context.Context) ([]browse.Field, bool, error) {
 	fs, err := b.Fields(ctx)
 	if b.end {
 		return fs, true, err
@@ -276,8 +276,8 @@ func TestOpenURLLengthSoFar(t *testing.T) {
 	} {
 		b := &provenPages{Pages: browsertest.NewPages(map[string]browsertest.Page{rec: {
 			Title: "SYN-0042", Text: longPage(100),
-			Links:  []bridge.Link{{Text: "SYN-0001", URL: origin + "/records/SYN-0001"}, {Text: "Registry B", URL: origin + "/sources/b/SYN-0042"}},
-			Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
+			Links:  []browse.Link{{Text: "SYN-0001", URL: origin + "/records/SYN-0001"}, {Text: "Registry B", URL: origin + "/sources/b/SYN-0042"}},
+			Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
 		}})}
 		b.Chunk = 1000
 		model := &recordingModel{Model: script(call(coordinator.ToolOpenURL, tc.args), answer("SYN-0042", map[string]string{"Record ID": "SYN-0042"}, rec))}
@@ -304,8 +304,8 @@ func TestOpenURLLengthSoFar(t *testing.T) {
 // first chunk.
 type credentialOnRead struct{ *browsertest.Pages }
 
-func (b credentialOnRead) Read(ctx context.Context, offset int) (bridge.Chunk, error) {
-	return bridge.Chunk{}, bridge.ErrCredentialRequired
+func (b credentialOnRead) Read(ctx context.Context, offset int) (browse.Chunk, error) {
+	return browse.Chunk{}, browse.ErrCredentialRequired
 }
 
 // TestOpenURLLengthCredential: a credential field met while open_url reads on for its length ends
@@ -316,7 +316,7 @@ func TestOpenURLLengthCredential(t *testing.T) {
 	rec := origin + "/records/SYN-0042"
 	const secret = "page-text-9f3c"
 	b := credentialOnRead{browsertest.NewPages(map[string]browsertest.Page{rec: {
-		Title: "SYN-0042", Text: secret + longPage(100), Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}},
+		Title: "SYN-0042", Text: secret + longPage(100), Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}},
 	}})}
 	b.Chunk = 1000
 	model := &recordingModel{Model: script(call(coordinator.ToolOpenURL, `{"url":"`+rec+`","length":65536}`),
@@ -339,7 +339,7 @@ func TestOpenURLLengthCredential(t *testing.T) {
 // chunk that says more follows, as the bridge's under load); the next read gives the text.
 type emptyFirst struct{ *browsertest.Pages }
 
-func (b emptyFirst) Open(ctx context.Context, url string) (bridge.Page, error) {
+func (b emptyFirst) Open(ctx context.Context, url string) (browse.Page, error) {
 	p, err := b.Pages.Open(ctx, url)
 	p.Text, p.Next, p.More = "", 0, true
 	return p, err
@@ -363,7 +363,7 @@ func TestOpenURLLengthEmptyFirst(t *testing.T) {
 		{`{"url":"` + rec + `"}`, "", true},
 	} {
 		b := emptyFirst{browsertest.NewPages(map[string]browsertest.Page{rec: {
-			Title: "SYN-0042", Text: text, Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}},
+			Title: "SYN-0042", Text: text, Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}},
 		}})}
 		b.Chunk = 1000
 		model := &recordingModel{Model: script(call(coordinator.ToolOpenURL, tc.args), call(coordinator.ToolReadPage, `{}`),
@@ -398,10 +398,10 @@ type stallAt struct {
 	at, stalls int
 }
 
-func (b *stallAt) Read(ctx context.Context, offset int) (bridge.Chunk, error) {
+func (b *stallAt) Read(ctx context.Context, offset int) (browse.Chunk, error) {
 	if offset == b.at && b.stalls > 0 {
 		b.stalls--
-		return bridge.Chunk{Offset: offset, Next: offset, More: true}, nil
+		return browse.Chunk{Offset: offset, Next: offset, More: true}, nil
 	}
 	return b.Pages.Read(ctx, offset)
 }
@@ -424,7 +424,7 @@ func TestReadPageFindStall(t *testing.T) {
 		{2, 0, 3000, true},
 	} {
 		b := &stallAt{Pages: browsertest.NewPages(map[string]browsertest.Page{rec: {
-			Title: "SYN-0042", Text: text, Fields: []bridge.Field{{Label: "Record ID", Value: "SYN-0042"}},
+			Title: "SYN-0042", Text: text, Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}},
 		}}), at: 3000, stalls: tc.stalls}
 		b.Chunk = 1000
 		model := &recordingModel{Model: script(open(rec), call(coordinator.ToolReadPage, `{"find":"default tablespace"}`),

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 )
@@ -31,7 +31,7 @@ func TestSignInHook(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := browsertest.NewPages(map[string]browsertest.Page{
-				rec: {Err: fmt.Errorf("password=%s: %w", secret, bridge.ErrCredentialRequired)},
+				rec: {Err: fmt.Errorf("password=%s: %w", secret, browse.ErrCredentialRequired)},
 			})
 			asked := 0
 			hook := func(ctx context.Context, url string) (coordinator.Takeover, bool) {

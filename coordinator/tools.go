@@ -14,7 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -69,8 +69,8 @@ const (
 	ReasonPersonActed   = "a person acted on the page"
 	ReasonBrowserError  = "browser error"
 	ReasonFinalURL      = "final url denied"
-	ReasonHopLimit      = bridge.ReasonHopLimit
-	ReasonRedirectLoop  = bridge.ReasonRedirectLoop
+	ReasonHopLimit      = browse.ReasonHopLimit
+	ReasonRedirectLoop  = browse.ReasonRedirectLoop
 	ReasonUnsupported   = "unsupported content type"
 	ReasonNoSearchRoute = "policy has no search route"
 	// ReasonComposedURL: open_url was given a URL the policy allows but that no page, search
@@ -331,13 +331,13 @@ type envelope struct {
 	// Withheld is the bridge's note that some of the page's text was not read because rendering
 	// could not prove it visible (visibility by rendering fails closed).
 	Withheld string `json:"withheld,omitempty"`
-	// Account is the bridge's account of the page's text so far (bridge.Account): characters
+	// Account is the bridge's account of the page's text so far (browse.Account): characters
 	// handed out, pending, and withheld by reason, with its sentence; at the end of the page the
 	// sentence says how much was withheld in all.
 	Account *accountData `json:"account,omitempty"`
 }
 
-// accountData is a read result's account (bridge.Account) and its sentence.
+// accountData is a read result's account (browse.Account) and its sentence.
 type accountData struct {
 	Handed   int            `json:"handed_chars"`
 	Pending  int            `json:"pending_chars,omitempty"`
@@ -346,7 +346,7 @@ type accountData struct {
 }
 
 // accountOf is the account of a read result, nil when the browser kept none (a fake browser).
-func accountOf(a bridge.Account, more bool) *accountData {
+func accountOf(a browse.Account, more bool) *accountData {
 	if a.Frames == 0 {
 		return nil
 	}
@@ -355,7 +355,7 @@ func accountOf(a bridge.Account, more bool) *accountData {
 
 // endOnly is the list of withheld runs of a page's last chunk: once per page, when its account is
 // whole.
-func endOnly(runs []bridge.WithheldRun, more bool) []bridge.WithheldRun {
+func endOnly(runs []browse.WithheldRun, more bool) []browse.WithheldRun {
 	if more {
 		return nil
 	}
@@ -401,7 +401,7 @@ type pageData struct {
 	Truncated  bool   `json:"truncated,omitempty"`
 	// WithheldRuns lists the withheld text nodes when the browser was launched with the debug
 	// switch (bridge.WithWithheldList): page data, since tags are the page's.
-	WithheldRuns []bridge.WithheldRun `json:"withheld_runs,omitempty"`
+	WithheldRuns []browse.WithheldRun `json:"withheld_runs,omitempty"`
 	// Fields are the page's labelled fields, exactly as extract_fields would return them (and
 	// recorded as evidence by the same rules).
 	Fields []fieldData `json:"fields"`
@@ -418,7 +418,7 @@ type pageData struct {
 // pageParts returns the fields and links that come with a page's first chunk: of the part of
 // the page proven so far when the browser proves a chunk at a time (SoFar), with whether that
 // part is the whole page; else of the whole page.
-func (r *run) pageParts(ctx context.Context) ([]bridge.Field, []bridge.Link, bool, error) {
+func (r *run) pageParts(ctx context.Context) ([]browse.Field, []browse.Link, bool, error) {
 	if sf, ok := r.a.Browser.(SoFar); ok {
 		fs, whole, err := sf.FieldsSoFar(ctx)
 		if err != nil {
@@ -447,7 +447,7 @@ type chunkData struct {
 	Offset       int                  `json:"offset"`
 	Next         int                  `json:"next"`
 	More         bool                 `json:"more"`
-	WithheldRuns []bridge.WithheldRun `json:"withheld_runs,omitempty"`
+	WithheldRuns []browse.WithheldRun `json:"withheld_runs,omitempty"`
 }
 
 type linkData struct {
@@ -643,7 +643,7 @@ func (r *run) open(ctx context.Context, tool, raw string, length int) outcome {
 	}
 	r.page = &curPage{url: final.URL, next: page.Next, more: page.More, title: page.Title, heading: page.Heading}
 	r.show(final.URL) // the page the site (or its allowed redirect) ended on
-	ch := bridge.Chunk{Text: page.Text, Offset: page.Offset, Next: page.Next, More: page.More,
+	ch := browse.Chunk{Text: page.Text, Offset: page.Offset, Next: page.Next, More: page.More,
 		Withheld: page.Withheld, Unproven: page.Unproven, Invisible: page.Invisible, Account: page.Account, WithheldRuns: page.WithheldRuns}
 	if ch, err = r.readOn(ctx, ch, length); err != nil {
 		return r.browserError(ctx, tool, final.URL, err)
@@ -740,12 +740,12 @@ func (r *run) denied(tool, url, layer, rule, reason string) outcome {
 // hold what the page sent.
 func (r *run) browserError(ctx context.Context, tool, url string, err error) outcome {
 	switch {
-	case errors.Is(err, bridge.ErrCredentialRequired):
+	case errors.Is(err, browse.ErrCredentialRequired):
 		r.page = nil
 		// What the bridge saw, in its own words: the page (the URL it ended on, redirects
 		// followed) and the field (its kind, input type and signal, never a value).
 		field, at := "", url
-		if ce, ok := errors.AsType[*bridge.CredentialError](err); ok {
+		if ce, ok := errors.AsType[*browse.CredentialError](err); ok {
 			field = ce.Field
 			if ce.URL != "" {
 				at = ce.URL
@@ -775,11 +775,11 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			stop:       StatusHuman,
 			stopReason: "sign-in required: " + what + " is on the page opened from " + r.shownURL(at) + "; a person must take over",
 		}
-	case errors.Is(err, bridge.ErrNoPage):
+	case errors.Is(err, browse.ErrNoPage):
 		r.page = nil
 		return refused(tool, policy.LayerBrowser, "", ReasonNoPage)
 	}
-	if b, ok := bridge.IsBudget(err); ok {
+	if b, ok := browse.IsBudget(err); ok {
 		// A run budget is spent: the browser refuses all further work, and the run ends saying so.
 		layer := policy.LayerBrowser
 		if b.Proxy {
@@ -791,7 +791,7 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 			stopReason: b.Error(),
 		}
 	}
-	if d, ok := bridge.IsDenied(err); ok {
+	if d, ok := browse.IsDenied(err); ok {
 		reason := orNoRule(d.Decision.Reason)
 		if d.Hop > 0 {
 			reason = fmt.Sprintf("redirect hop %d denied: %s", d.Hop, reason)
@@ -802,29 +802,29 @@ func (r *run) browserError(ctx context.Context, tool, url string, err error) out
 		}
 		return r.denied(tool, target, policy.LayerBrowser, d.Decision.Rule, reason)
 	}
-	if e, ok := errors.AsType[*bridge.EgressError](err); ok {
+	if e, ok := errors.AsType[*browse.EgressError](err); ok {
 		// The egress proxy refused or failed the request (an upstream certificate that does not
 		// verify, say): its fixed reason phrase and the host, nothing the page sent.
 		return r.denied(tool, url, policy.LayerProxy, "", "egress proxy: "+e.Reason+" for "+e.Host)
 	}
 	switch {
-	case errors.Is(err, bridge.ErrHopLimit):
+	case errors.Is(err, browse.ErrHopLimit):
 		return r.denied(tool, url, policy.LayerBrowser, "", ReasonHopLimit)
-	case errors.Is(err, bridge.ErrRedirectLoop):
+	case errors.Is(err, browse.ErrRedirectLoop):
 		return r.denied(tool, url, policy.LayerBrowser, "", ReasonRedirectLoop)
-	case errors.Is(err, bridge.ErrUnsupportedContent):
+	case errors.Is(err, browse.ErrUnsupportedContent):
 		r.page = nil
 		return r.denied(tool, url, policy.LayerBrowser, "", ReasonUnsupported)
-	case errors.Is(err, bridge.ErrSessionExpired):
+	case errors.Is(err, browse.ErrSessionExpired):
 		return outcome{
-			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: string(bridge.ErrSessionExpired), Layer: policy.LayerBrowser}),
+			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: string(browse.ErrSessionExpired), Layer: policy.LayerBrowser}),
 			stop:       StatusBlocked,
-			stopReason: "browser " + string(bridge.ErrSessionExpired),
+			stopReason: "browser " + string(browse.ErrSessionExpired),
 		}
-	case errors.Is(err, bridge.ErrClosed), errors.Is(err, bridge.ErrNotLaunched):
-		reason := string(bridge.ErrClosed)
-		if errors.Is(err, bridge.ErrNotLaunched) {
-			reason = string(bridge.ErrNotLaunched)
+	case errors.Is(err, browse.ErrClosed), errors.Is(err, browse.ErrNotLaunched):
+		reason := string(browse.ErrClosed)
+		if errors.Is(err, browse.ErrNotLaunched) {
+			reason = string(browse.ErrNotLaunched)
 		}
 		return outcome{
 			step:       newStep(tool, url, policy.Entry{Verdict: policy.Deny, Reason: reason, Layer: policy.LayerBrowser}),
@@ -873,7 +873,7 @@ func (r *run) read(ctx context.Context, off int, given bool, length int) outcome
 // follow each other (a chunk ends where the next read starts), so joined they are the page's text
 // from ch.Offset. An empty chunk that says more follows (a read whose proof ran out of its time
 // under load) is read on from; a read that adds nothing ends the join.
-func (r *run) readOn(ctx context.Context, ch bridge.Chunk, length int) (bridge.Chunk, error) {
+func (r *run) readOn(ctx context.Context, ch browse.Chunk, length int) (browse.Chunk, error) {
 	for ch.More && ch.Next >= ch.Offset && len(ch.Text) < length {
 		next, err := r.a.Browser.Read(ctx, ch.Next)
 		if err != nil {
@@ -892,7 +892,7 @@ func (r *run) readOn(ctx context.Context, ch bridge.Chunk, length int) (bridge.C
 
 // joinChunks is a followed by b, which starts where a ends: b's page-wide notes and account
 // (each read's covers the page as far as it has been read).
-func joinChunks(a, b bridge.Chunk) bridge.Chunk {
+func joinChunks(a, b browse.Chunk) browse.Chunk {
 	b.Text, b.Offset = a.Text+b.Text, a.Offset
 	return b
 }
@@ -923,7 +923,7 @@ func (r *run) find(ctx context.Context, off int, phrase string) outcome {
 	url := r.page.url
 	var text strings.Builder
 	start, pos := -1, off
-	var last bridge.Chunk
+	var last browse.Chunk
 	stalled := false
 	for {
 		ch, err := r.a.Browser.Read(ctx, pos)
@@ -1063,7 +1063,7 @@ func (r *run) links(ctx context.Context) outcome {
 
 // decideLinks numbers the first maxLinks of the page's links and decides each with the policy
 // (the browser's verdict is not trusted). Nothing is presented yet: see present.
-func (r *run) decideLinks(url string, ls []bridge.Link) []linkData {
+func (r *run) decideLinks(url string, ls []browse.Link) []linkData {
 	out := make([]linkData, 0, min(len(ls), maxLinks))
 	for i, l := range ls {
 		if i == maxLinks {
@@ -1109,7 +1109,7 @@ func (r *run) fields(ctx context.Context) outcome {
 // evidence records the current page's fields, read from url at now, as evidence (stamped with
 // the record the page is about, see aboutRecord) and returns them as the model is given them.
 // extract_fields, open_url and search_site all go through it: one rule for what counts.
-func (r *run) evidence(url string, now time.Time, fs []bridge.Field) []fieldData {
+func (r *run) evidence(url string, now time.Time, fs []browse.Field) []fieldData {
 	recordID := aboutRecord(r.c.pol.Record(), r.page.title, r.page.heading, fs)
 	out := make([]fieldData, 0, min(len(fs), maxFields))
 	for i, f := range fs {

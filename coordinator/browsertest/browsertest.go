@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -44,8 +45,8 @@ type page struct {
 	heading    string // the first h1's text
 	status     int
 	text       []rune
-	links      []bridge.Link
-	fields     []bridge.Field
+	links      []browse.Link
+	fields     []browse.Field
 	truncated  bool
 }
 
@@ -74,7 +75,7 @@ func (b *HTTP) Close() error {
 }
 
 // Open navigates to raw.
-func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
+func (b *HTTP) Open(ctx context.Context, raw string) (browse.Page, error) {
 	b.mu.Lock()
 	b.opened = append(b.opened, raw)
 	b.cur = nil
@@ -82,10 +83,10 @@ func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
 
 	d, err := b.pol.Decide(policy.DecideArgs{Method: "GET", URL: raw})
 	if err != nil {
-		return bridge.Page{}, err
+		return browse.Page{}, err
 	}
 	if !d.Allowed() {
-		return bridge.Page{}, &bridge.DeniedError{URL: raw, Decision: d}
+		return browse.Page{}, &browse.DeniedError{URL: raw, Decision: d}
 	}
 	// The bridge's own walk decides every hop: this double differs from the bridge in how it
 	// fetches and reads a page, never in which URLs it may fetch.
@@ -94,23 +95,23 @@ func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
 		target := walk.URL()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
-			return bridge.Page{}, fmt.Errorf("open %s: %w", target, err)
+			return browse.Page{}, fmt.Errorf("open %s: %w", target, err)
 		}
 		resp, err := b.client.Do(req)
 		if err != nil {
-			return bridge.Page{}, fmt.Errorf("open %s: %w", target, err)
+			return browse.Page{}, fmt.Errorf("open %s: %w", target, err)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 		resp.Body.Close()
 		if err != nil {
-			return bridge.Page{}, fmt.Errorf("open %s: %w", target, err)
+			return browse.Page{}, fmt.Errorf("open %s: %w", target, err)
 		}
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			if _, _, err := walk.Follow(resp.StatusCode, resp.Header.Get("Location")); err != nil {
-				if _, denied := err.(*bridge.DeniedError); denied {
-					return bridge.Page{}, err
+				if _, denied := err.(*browse.DeniedError); denied {
+					return browse.Page{}, err
 				}
-				return bridge.Page{}, fmt.Errorf("open %s: %w", raw, err)
+				return browse.Page{}, fmt.Errorf("open %s: %w", raw, err)
 			}
 			continue
 		}
@@ -120,44 +121,44 @@ func (b *HTTP) Open(ctx context.Context, raw string) (bridge.Page, error) {
 		}
 		p, err := b.parse(target, resp.StatusCode, string(body))
 		if err != nil {
-			return bridge.Page{}, err
+			return browse.Page{}, err
 		}
 		p.truncated = truncated
 		b.mu.Lock()
 		b.cur = p
 		b.mu.Unlock()
 		text, next, more := chunk(p.text, 0, b.chunk)
-		return bridge.Page{URL: p.url, Title: p.title, Heading: p.heading, Status: p.status, Text: text, Next: next, More: more, Truncated: truncated, Hops: walk.Hops()}, nil
+		return browse.Page{URL: p.url, Title: p.title, Heading: p.heading, Status: p.status, Text: text, Next: next, More: more, Truncated: truncated, Hops: walk.Hops()}, nil
 	}
 }
 
 // Read returns the chunk at offset.
-func (b *HTTP) Read(ctx context.Context, offset int) (bridge.Chunk, error) {
+func (b *HTTP) Read(ctx context.Context, offset int) (browse.Chunk, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cur == nil {
-		return bridge.Chunk{}, bridge.ErrNoPage
+		return browse.Chunk{}, browse.ErrNoPage
 	}
 	text, next, more := chunk(b.cur.text, offset, b.chunk)
-	return bridge.Chunk{Text: text, Offset: min(offset, len(b.cur.text)), Next: next, More: more}, nil
+	return browse.Chunk{Text: text, Offset: min(offset, len(b.cur.text)), Next: next, More: more}, nil
 }
 
 // Links lists the current page's anchors, decided by the policy.
-func (b *HTTP) Links(ctx context.Context) ([]bridge.Link, error) {
+func (b *HTTP) Links(ctx context.Context) ([]browse.Link, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cur == nil {
-		return nil, bridge.ErrNoPage
+		return nil, browse.ErrNoPage
 	}
 	return slices.Clone(b.cur.links), nil
 }
 
 // Fields returns the current page's labelled fields.
-func (b *HTTP) Fields(ctx context.Context) ([]bridge.Field, error) {
+func (b *HTTP) Fields(ctx context.Context) ([]browse.Field, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cur == nil {
-		return nil, bridge.ErrNoPage
+		return nil, browse.ErrNoPage
 	}
 	return slices.Clone(b.cur.fields), nil
 }
@@ -181,7 +182,7 @@ func (b *HTTP) parse(url string, status int, body string) (*page, error) {
 		return nil, fmt.Errorf("parse %s: %w", url, err)
 	}
 	if HasCredentialField(doc) {
-		return nil, &bridge.CredentialError{URL: url, Field: credentialFieldOf(doc)}
+		return nil, &browse.CredentialError{URL: url, Field: credentialFieldOf(doc)}
 	}
 	p := &page{url: url, status: status}
 	var text strings.Builder
@@ -229,8 +230,8 @@ func (b *HTTP) parse(url string, status int, body string) (*page, error) {
 	return p, nil
 }
 
-func (b *HTTP) link(n int, text, href, base string) bridge.Link {
-	l := bridge.Link{N: n, Text: text, Reason: policy.ReasonMalformed}
+func (b *HTTP) link(n int, text, href, base string) browse.Link {
+	l := browse.Link{N: n, Text: text, Reason: policy.ReasonMalformed}
 	u, err := policy.ParseURL(href, base)
 	if err != nil {
 		return l
@@ -241,8 +242,8 @@ func (b *HTTP) link(n int, text, href, base string) bridge.Link {
 	return l
 }
 
-func dlFields(dl *html.Node) []bridge.Field {
-	var out []bridge.Field
+func dlFields(dl *html.Node) []browse.Field {
+	var out []browse.Field
 	label := ""
 	for c := dl.FirstChild; c != nil; c = c.NextSibling {
 		switch c.DataAtom {
@@ -250,14 +251,14 @@ func dlFields(dl *html.Node) []bridge.Field {
 			label = collapse(textOf(c))
 		case atom.Dd:
 			if label != "" {
-				out = append(out, bridge.Field{Label: label, Value: collapse(textOf(c))})
+				out = append(out, browse.Field{Label: label, Value: collapse(textOf(c))})
 			}
 		}
 	}
 	return out
 }
 
-func rowField(tr *html.Node) []bridge.Field {
+func rowField(tr *html.Node) []browse.Field {
 	var th, td *html.Node
 	for c := tr.FirstChild; c != nil; c = c.NextSibling {
 		switch {
@@ -270,7 +271,7 @@ func rowField(tr *html.Node) []bridge.Field {
 	if th == nil || td == nil {
 		return nil
 	}
-	return []bridge.Field{{Label: collapse(textOf(th)), Value: collapse(textOf(td))}}
+	return []browse.Field{{Label: collapse(textOf(th)), Value: collapse(textOf(td))}}
 }
 
 var reCredentialName = regexp.MustCompile(`(?i)pass|pwd|otp|one.?time|totp|mfa|2fa|card.?num|cc.?num|cvv|cvc|csc|pin\b`)
@@ -399,9 +400,9 @@ type Page struct {
 	Heading string // the main heading (the first visible h1)
 	Status  int    // 0 means 200
 	Text    string
-	Links   []bridge.Link
-	Fields  []bridge.Field
-	// Err, when set, is what Open returns for this page, e.g. bridge.ErrCredentialRequired.
+	Links   []browse.Link
+	Fields  []browse.Field
+	// Err, when set, is what Open returns for this page, e.g. browse.ErrCredentialRequired.
 	Err error
 	// ReadErr, when set, is what Links and Fields return once the page is open: a credential
 	// field that appeared after the page loaded, say.
@@ -444,21 +445,21 @@ func (b *Pages) Calls() []string {
 }
 
 // Open returns the canned page for url.
-func (b *Pages) Open(ctx context.Context, url string) (bridge.Page, error) {
+func (b *Pages) Open(ctx context.Context, url string) (browse.Page, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.opened = append(b.opened, url)
 	b.calls = append(b.calls, "Open "+url)
 	b.cur = nil
 	if err := ctx.Err(); err != nil {
-		return bridge.Page{}, err
+		return browse.Page{}, err
 	}
 	p, ok := b.pages[url]
 	if !ok {
 		p = Page{Title: "Not found", Status: http.StatusNotFound, Text: "No page lives here."}
 	}
 	if p.Err != nil {
-		return bridge.Page{}, p.Err
+		return browse.Page{}, p.Err
 	}
 	if p.Status == 0 {
 		p.Status = http.StatusOK
@@ -469,7 +470,7 @@ func (b *Pages) Open(ctx context.Context, url string) (bridge.Page, error) {
 	}
 	b.cur, b.curURL = &p, final
 	text, next, more := chunk([]rune(p.Text), 0, b.size())
-	return bridge.Page{URL: final, Title: p.Title, Heading: p.Heading, Status: p.Status, Text: text, Next: next, More: more}, nil
+	return browse.Page{URL: final, Title: p.Title, Heading: p.Heading, Status: p.Status, Text: text, Next: next, More: more}, nil
 }
 
 func (b *Pages) size() int {
@@ -480,25 +481,25 @@ func (b *Pages) size() int {
 }
 
 // Read returns the chunk of the current page at offset.
-func (b *Pages) Read(ctx context.Context, offset int) (bridge.Chunk, error) {
+func (b *Pages) Read(ctx context.Context, offset int) (browse.Chunk, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, fmt.Sprintf("Read %d", offset))
 	if b.cur == nil {
-		return bridge.Chunk{}, bridge.ErrNoPage
+		return browse.Chunk{}, browse.ErrNoPage
 	}
 	rs := []rune(b.cur.Text)
 	text, next, more := chunk(rs, offset, b.size())
-	return bridge.Chunk{Text: text, Offset: min(max(offset, 0), utf8.RuneCountInString(b.cur.Text)), Next: next, More: more}, nil
+	return browse.Chunk{Text: text, Offset: min(max(offset, 0), utf8.RuneCountInString(b.cur.Text)), Next: next, More: more}, nil
 }
 
 // Links returns the current page's canned links.
-func (b *Pages) Links(ctx context.Context) ([]bridge.Link, error) {
+func (b *Pages) Links(ctx context.Context) ([]browse.Link, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, "Links")
 	if b.cur == nil {
-		return nil, bridge.ErrNoPage
+		return nil, browse.ErrNoPage
 	}
 	if b.cur.ReadErr != nil {
 		return nil, b.cur.ReadErr
@@ -507,12 +508,12 @@ func (b *Pages) Links(ctx context.Context) ([]bridge.Link, error) {
 }
 
 // Fields returns the current page's canned fields.
-func (b *Pages) Fields(ctx context.Context) ([]bridge.Field, error) {
+func (b *Pages) Fields(ctx context.Context) ([]browse.Field, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, "Fields")
 	if b.cur == nil {
-		return nil, bridge.ErrNoPage
+		return nil, browse.ErrNoPage
 	}
 	if b.cur.ReadErr != nil {
 		return nil, b.cur.ReadErr

@@ -7,20 +7,23 @@
 //	   internal/wall (the OS network wall's launcher), internal/pgtest (a PostgreSQL server for
 //	   tests), web/internal/genrender, internal/layering, bridge/internal/readerjs (the constants
 //	   the bridge's page-side reader shares with Go)
-//	1  bridge (the guarded Chromium), proxy (the egress proxy), audit (the store), each on policy;
-//	   bridge/internal/genreader (writes the reader's constants file)
-//	2  coordinator (the run: tools, checks, evidence; a Browser interface, not the bridge's
-//	   Session), coordinator/browsertest, internal/testbrowser, internal/queue (the run queue on
-//	   River, on the audit store's database), web/internal/demostate (the live demo's visit log,
-//	   in the audit store's database)
-//	3  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
+//	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
+//	   errors), on policy
+//	2  bridge (the guarded Chromium, which returns browse's types), proxy (the egress proxy),
+//	   audit (the store), each on policy; bridge/internal/genreader (writes the reader's
+//	   constants file)
+//	3  coordinator (the run: tools, checks, evidence; a Browser interface in browse's words: no
+//	   bridge package among its dependencies), coordinator/browsertest, internal/testbrowser,
+//	   internal/queue (the run queue on River, on the audit store's database),
+//	   web/internal/demostate (the live demo's visit log, in the audit store's database)
+//	4  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
 //	   behind its own egress proxy), runner (running a run: one task, warm browsers, the queue's
 //	   jobs, recordings; used by serve, worker and record)
-//	4  the servers, web (serve) and internal/mcpserver, internal/mcpguard (MCP), and, beside them at
+//	5  the servers, web (serve) and internal/mcpserver, internal/mcpguard (MCP), and, beside them at
 //	   the edge, the demo: demo-site and demo-site/presets, which no server imports
-//	5  internal/cli (every subcommand; it hands the demo's presets, recorded
+//	6  internal/cli (every subcommand; it hands the demo's presets, recorded
 //	   runs and policy to web)
-//	6  the commands (cmd/...), bench, tests/..., examples/wiki; 7 examples/wiki/cmd/wiki
+//	7  the commands (cmd/...), bench, tests/..., examples/wiki; 8 examples/wiki/cmd/wiki
 //
 // ARCHITECTURE.md at the root walks a run through these packages.
 package layering

@@ -20,15 +20,16 @@ const module = "github.com/browser-agent/browser-agent"
 var layers = map[string]int{
 	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testutil": 0, "internal/invisible": 0, "internal/wall": 0, "internal/pgtest": 0, "web/internal/genrender": 0,
 	"bridge/internal/readerjs":  0,
-	"bridge/internal/genreader": 1,
-	"bridge":                    1, "proxy": 1, "audit": 1,
-	"coordinator": 2, "coordinator/browsertest": 2, "internal/testbrowser": 2, "internal/queue": 2, "web/internal/demostate": 2,
-	"coordinator/offline": 3, "coordinator/openai": 3, "internal/guarded": 3, "runner": 3,
-	"web": 4, "internal/mcpserver": 4, "internal/mcpguard": 4, "demo-site": 4, "demo-site/presets": 4,
-	"internal/cli":      5,
-	"cmd/browser-agent": 6, "cmd/demo-site": 6, "bench": 6, "bench/plaincold": 6, "examples/wiki": 6,
-	"tests": 6, "tests/adversarial": 6, "tests/faults": 6, "tests/guard": 6, "tests/mcp": 6, "tests/queue": 6, "tests/realweb": 6,
-	"examples/wiki/cmd/wiki": 7,
+	"browse":                    1,
+	"bridge/internal/genreader": 2,
+	"bridge":                    2, "proxy": 2, "audit": 2,
+	"coordinator": 3, "coordinator/browsertest": 3, "internal/testbrowser": 3, "internal/queue": 3, "web/internal/demostate": 3,
+	"coordinator/offline": 4, "coordinator/openai": 4, "internal/guarded": 4, "runner": 4,
+	"web": 5, "internal/mcpserver": 5, "internal/mcpguard": 5, "demo-site": 5, "demo-site/presets": 5,
+	"internal/cli":      6,
+	"cmd/browser-agent": 7, "cmd/demo-site": 7, "bench": 7, "bench/plaincold": 7, "examples/wiki": 7,
+	"tests": 7, "tests/adversarial": 7, "tests/faults": 7, "tests/guard": 7, "tests/mcp": 7, "tests/queue": 7, "tests/realweb": 7,
+	"examples/wiki/cmd/wiki": 8,
 }
 
 // TestImportsGoDown fails when a package imports a package of its own layer or of a higher one,
@@ -120,4 +121,30 @@ func moduleImports(t *testing.T, root string) map[string][]string {
 		t.Fatalf("no go.mod at the module root %s: %v", root, err)
 	}
 	return out
+}
+
+// TestCoordinatorKnowsNoBrowser fails when the coordinator depends, directly or through any
+// package it imports, on the bridge: it speaks browse's vocabulary, and the bridge adapts to it.
+func TestCoordinatorKnowsNoBrowser(t *testing.T) {
+	imports := moduleImports(t, filepath.Join("..", ".."))
+	seen := map[string]string{"coordinator": ""}
+	todo := []string{"coordinator"}
+	for len(todo) > 0 {
+		p := todo[0]
+		todo = todo[1:]
+		for _, imp := range imports[p] {
+			if _, ok := seen[imp]; !ok {
+				seen[imp] = p
+				todo = append(todo, imp)
+			}
+		}
+	}
+	for p, by := range seen {
+		if p == "bridge" || strings.HasPrefix(p, "bridge/") {
+			t.Errorf("coordinator depends on %s (imported by %s): it must speak package browse's vocabulary, not the bridge's", p, by)
+		}
+	}
+	if _, ok := seen["browse"]; !ok {
+		t.Errorf("coordinator does not depend on browse: is the module root ../..?")
+	}
 }
