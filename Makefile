@@ -37,7 +37,7 @@ demo: build
 test: setup fmt-check vet gen-check unit
 
 # The inner loop (about a minute): formatting, vet, and the packages that start no browser.
-QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/queue/... ./internal/testutil/... ./internal/layering/... ./demo-site/... ./web/internal/... ./bridge/internal/...
+QUICK_PKGS = ./policy/... ./audit/... ./coordinator/... ./internal/cli/... ./internal/queue/... ./internal/testkit/testutil/... ./internal/layering/... ./demo-site/... ./web/internal/... ./bridge/internal/...
 quick: fmt-check vet gen-check
 	$(GO) test -count=1 $(QUICK_PKGS)
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/internal/pgtest"
+	"github.com/browser-agent/browser-agent/internal/testkit/pgtest"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // deadPID returns the pid of a process that has ended and been reaped.

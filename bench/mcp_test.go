@@ -18,7 +18,7 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 )
 
 // BenchmarkMCP times browser-agent mcp (the real binary over stdio, driven by the Go SDK's

@@ -21,8 +21,8 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/internal/mcpserver"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // BenchmarkMCPSoak is issue 49's working day in small: browser-agent mcp (the real binary) kept

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

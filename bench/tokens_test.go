@@ -17,7 +17,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // TestCredentialWithheld opens pages that hold a credential field somewhere: main frame, frames

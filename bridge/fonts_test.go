@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // fontFiles holds font files registered by key, served under /static/fonts/{key} (fixture).

@@ -3,7 +3,7 @@ package bridge
 import (
 	"errors"
 	"fmt"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"

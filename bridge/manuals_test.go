@@ -16,7 +16,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 	"github.com/browser-agent/browser-agent/internal/invisible"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )

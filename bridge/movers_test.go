@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // TestVisibilityMovers: transparent text over what draws by itself (an animated image, as an

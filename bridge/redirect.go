@@ -8,7 +8,7 @@ import (
 )
 
 // Redirects is the hop-by-hop walk of a redirect chain: the bridge's fetcher takes it for every
-// document and subresource, and test doubles (coordinator/browsertest) take the same one. Each
+// document and subresource, and test doubles (internal/testkit/browsertest) take the same one. Each
 // Location is decided as a new GET navigation relative to the URL it came from; a missing
 // Location, a denied hop, a hop past the policy's cap and a hop back to a URL already visited end
 // the walk before another request is sent. The caller makes the requests; Redirects only decides.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 )
 
 // TestAboutTheRecord: a source counts for the task's record when the page shows the record's

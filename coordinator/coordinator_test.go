@@ -17,10 +17,10 @@ import (
 
 	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 )
 
 // slowModel takes 40 s a turn and opens the home page, until its context is done.

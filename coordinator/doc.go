@@ -4,7 +4,7 @@
 //
 // It sits above policy, browse and audit, and knows no browser: it drives any Browser, whose
 // pages, chunks, links, fields and errors are package browse's (a bridge session behind the
-// egress proxy in production, coordinator/browsertest in tests), and records through a Recorder
+// egress proxy in production, internal/testkit/browsertest in tests), and records through a Recorder
 // (the audit store). runner, web, internal/mcpserver and internal/cli run it.
 //
 // Key types: Coordinator (New; Run runs a task, StartSession serves tool calls one at a time for

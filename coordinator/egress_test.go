@@ -8,8 +8,8 @@ import (
 
 	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 )
 
 // longPage is a page of n numbered paragraphs, plain ASCII (the fake browser's offsets are

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 )
 
 // TestScripts plays the compromised-model scripts in testdata/scripts against the demo site.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 )
 
 // TestSignInHook: with WithSignIn a credential page waits for the hook instead of ending the run.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 )
 
 // The docs tests hold README.md and docs/ to the code. Every fenced code block in them carries a

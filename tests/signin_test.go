@@ -23,7 +23,7 @@ import (
 	"time"
 
 	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // encodings are the forms a secret is searched in: as is, URL-encoded (query and form), base64

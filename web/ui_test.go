@@ -13,7 +13,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 )
 
 // expect waits up to a minute: a live run launches a Chromium and drives it.

@@ -16,9 +16,9 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

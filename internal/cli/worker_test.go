@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // TestQueueCommandsUsage: bad flags of worker and queue-ui (and the queue's flags serve shares with

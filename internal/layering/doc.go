@@ -3,8 +3,8 @@
 // clauses of every package's non-test files (test files may reach up, e.g. to start the demo site)
 // and fails on an import of a package's own layer or above, and on a package no layer names.
 //
-//	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testutil,
-//	   internal/wall (the OS network wall's launcher), internal/pgtest (a PostgreSQL server for
+//	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testkit/testutil,
+//	   internal/wall (the OS network wall's launcher), internal/testkit/pgtest (a PostgreSQL server for
 //	   tests), web/internal/genrender, internal/layering, bridge/internal/readerjs (the constants
 //	   the bridge's page-side reader shares with Go)
 //	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
@@ -13,7 +13,7 @@
 //	   audit (the store), each on policy; bridge/internal/genreader (writes the reader's
 //	   constants file)
 //	3  coordinator (the run: tools, checks, evidence; a Browser interface in browse's words: no
-//	   bridge package among its dependencies), coordinator/browsertest, internal/testbrowser,
+//	   bridge package among its dependencies), internal/testkit/browsertest, internal/testkit/testbrowser,
 //	   internal/queue (the run queue on River, on the audit store's database),
 //	   web/internal/demostate (the live demo's visit log, in the audit store's database)
 //	4  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session

@@ -18,12 +18,12 @@ const module = "github.com/browser-agent/browser-agent"
 // layers places every package of the module (its path below the module root); see doc.go. A
 // package imports only packages of a lower layer.
 var layers = map[string]int{
-	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testutil": 0, "internal/invisible": 0, "internal/wall": 0, "internal/pgtest": 0, "web/internal/genrender": 0,
+	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testkit/testutil": 0, "internal/invisible": 0, "internal/wall": 0, "internal/testkit/pgtest": 0, "web/internal/genrender": 0,
 	"bridge/internal/readerjs":  0,
 	"browse":                    1,
 	"bridge/internal/genreader": 2,
 	"bridge":                    2, "proxy": 2, "audit": 2,
-	"coordinator": 3, "coordinator/browsertest": 3, "internal/testbrowser": 3, "internal/queue": 3, "web/internal/demostate": 3,
+	"coordinator": 3, "internal/testkit/browsertest": 3, "internal/testkit/testbrowser": 3, "internal/queue": 3, "web/internal/demostate": 3,
 	"coordinator/offline": 4, "coordinator/openai": 4, "internal/guarded": 4, "runner": 4,
 	"web": 5, "internal/mcpserver": 5, "internal/mcpguard": 5, "demo-site": 5, "demo-site/presets": 5,
 	"internal/cli":      6,

@@ -17,9 +17,9 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/coordinator/browsertest"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/mcpserver"
+	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

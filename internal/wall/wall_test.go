@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // available is the machine's namespace kind; the wall's tests fail, never skip, without one.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // changing: pages that change while they are read (issue 46), read by a model that takes 0.8 s a

@@ -3,7 +3,7 @@ package adversarial
 import (
 	"encoding/base64"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // fonts: lying web fonts (issue 40). The marker is page text drawn in a web font whose glyphs

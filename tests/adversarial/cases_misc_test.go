@@ -14,7 +14,7 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // forgery: the final answer claims what the evidence does not back. The control is the naive

@@ -1,6 +1,6 @@
 package adversarial
 
-import "github.com/browser-agent/browser-agent/internal/testbrowser"
+import "github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 
 // needs marks c's positive control as needing browser feature f (tcase.Needs).
 func needs(f testbrowser.Feature, c *tcase) *tcase {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // visibility: text a person cannot see, in the ways that leave no readable pixel, and credential

@@ -26,8 +26,8 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/cli"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // Planted strings. A marker is hidden page text: it must never reach the transcript. A secret is a

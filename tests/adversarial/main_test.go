@@ -17,8 +17,8 @@ import (
 	"github.com/mxschmitt/playwright-go"
 
 	"github.com/browser-agent/browser-agent/bridge"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 var (

@@ -16,8 +16,8 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // The visibility families of the agent's own suite (bridge/visibility_test.go), one page each:

@@ -16,7 +16,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/internal/mcpserver"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

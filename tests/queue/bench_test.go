@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/internal/pgtest"
 	"github.com/browser-agent/browser-agent/internal/queue"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/pgtest"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // BenchmarkQueue measures the run queue with real workers (the binary, each with its own

@@ -22,10 +22,10 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/internal/pgtest"
 	"github.com/browser-agent/browser-agent/internal/queue"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/pgtest"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 var binary string

@@ -3,7 +3,7 @@
 // used on the web, each loaded from its npm package (pinned in lib/package-lock.json, installed by
 // scripts/setup with npm ci) and set up as its documentation shows, and manuals the web's own
 // generators built (Python's Sphinx documentation and PostgreSQL's DocBook one, from Debian's
-// packages: internal/testutil.Manuals). None of these pages was written to test a guard: they are
+// packages: internal/testkit/testutil.Manuals). None of these pages was written to test a guard: they are
 // the ordinary inputs a guard that refuses too much would refuse (DEVELOPERS.md, rule 9).
 //
 // Every library page must open (no credential refusal) and its marker sentence, text a person
@@ -27,8 +27,8 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/guarded"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
 	"github.com/mxschmitt/playwright-go"

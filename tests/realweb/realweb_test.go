@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 	"github.com/mxschmitt/playwright-go"
 )
 

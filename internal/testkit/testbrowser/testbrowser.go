@@ -28,7 +28,7 @@ import (
 // RepoRoot is the repository's root directory (the one holding go.mod).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // DriverDir is the Playwright driver directory the bridge would use ($BROWSER_AGENT_DRIVER_DIR,
