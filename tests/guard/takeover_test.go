@@ -18,7 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/browser-agent/browser-agent/audit"
+	"github.com/browser-agent/browser-agent/internal/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testutil"
 )
 
@@ -335,4 +338,138 @@ func testGuardTakeover(t *testing.T, scheme string) {
 			t.Errorf("unguarded: the snapshot does not show the typed values: the checks prove nothing\n%s", text)
 		}
 	})
+}
+
+// personBrowser is a Chromium the test launched with a DevTools port, which the unguarded
+// Playwright MCP attaches to (--cdp-endpoint): the test types into it as the person does through
+// the guard's takeover page, with the browser's own input events.
+type personBrowser struct {
+	endpoint string // http://127.0.0.1:PORT, for Playwright MCP
+	ws       *websocket.Conn
+	next     int
+}
+
+func launchPersonBrowser(t *testing.T, https bool) *personBrowser {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"--headless", "--remote-debugging-port=0", "--user-data-dir=" + dir, "--no-first-run"}
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox")
+	}
+	if https {
+		args = append(args, "--ignore-certificate-errors")
+	}
+	cmd := exec.Command(testbrowser.Chromium(), append(args, "about:blank")...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	var port, path string
+	testutil.Eventually(30*time.Second, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if err != nil || len(lines) != 2 {
+			return false
+		}
+		port, path = lines[0], lines[1]
+		return true
+	})
+	if port == "" {
+		t.Fatal("the control's Chromium did not open its DevTools port")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, "ws://127.0.0.1:"+port+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadLimit(64 << 20)
+	t.Cleanup(func() { ws.CloseNow() })
+	return &personBrowser{endpoint: "http://127.0.0.1:" + port, ws: ws}
+}
+
+// call sends one DevTools command and waits for its answer, skipping events.
+func (p *personBrowser) call(t *testing.T, session, method string, params map[string]any) json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p.next++
+	msg := map[string]any{"id": p.next, "method": method, "params": params}
+	if session != "" {
+		msg["sessionId"] = session
+	}
+	b, _ := json.Marshal(msg)
+	if err := p.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, b, err := p.ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct{ Message string }
+		}
+		if json.Unmarshal(b, &r) != nil || r.ID != p.next {
+			continue
+		}
+		if r.Error != nil {
+			t.Fatalf("%s: %s", method, r.Error.Message)
+		}
+		return r.Result
+	}
+}
+
+// types clicks at (fractions of the viewport of the tab showing url) and inserts text, as the
+// guard's takeover does.
+func (p *personBrowser) types(t *testing.T, url string, at [2]float64, text string) {
+	t.Helper()
+	var targets struct {
+		Infos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
+	}
+	json.Unmarshal(p.call(t, "", "Target.getTargets", nil), &targets)
+	id := ""
+	for _, ti := range targets.Infos {
+		if ti.Type == "page" && ti.URL == url {
+			id = ti.TargetID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no tab shows %s", url)
+	}
+	var att struct{ SessionID string }
+	json.Unmarshal(p.call(t, "", "Target.attachToTarget", map[string]any{"targetId": id, "flatten": true}), &att)
+	var m struct {
+		VP struct{ ClientWidth, ClientHeight float64 } `json:"cssLayoutViewport"`
+	}
+	json.Unmarshal(p.call(t, att.SessionID, "Page.getLayoutMetrics", nil), &m)
+	x, y := at[0]*m.VP.ClientWidth, at[1]*m.VP.ClientHeight
+	for _, typ := range []string{"mousePressed", "mouseReleased"} {
+		p.call(t, att.SessionID, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": x, "y": y, "button": "left", "clickCount": 1})
+	}
+	p.call(t, att.SessionID, "Input.insertText", map[string]any{"text": text})
+	p.call(t, "", "Target.detachFromTarget", map[string]any{"sessionId": att.SessionID})
+}
+
+func TestGuardTakeoverControlHTTP(t *testing.T)  { testGuardTakeoverControl(t, "http") }
+func TestGuardTakeoverControlHTTPS(t *testing.T) { testGuardTakeoverControl(t, "https") }
+
+// testGuardTakeoverControl is the takeover's positive control on the person's own path: what a
+// person types into the browser with its input events (as through the takeover page) reaches
+// the client of Playwright MCP unguarded, in its snapshot. The guard's test above sees none of it.
+func testGuardTakeoverControl(t *testing.T, scheme string) {
+	s := startSignInSite(t, scheme)
+	pb := launchPersonBrowser(t, scheme == "https")
+	dir := t.TempDir()
+	cmd := exec.Command("node", playwrite, "--cdp-endpoint", pb.endpoint)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	u := connect(t, cmd, dir)
+	u.mustCall("browser_navigate", map[string]any{"url": s.URL + "/signin"})
+	pb.types(t, s.URL+"/signin", emailAt, person)
+	pb.types(t, s.URL+"/signin", passwordAt, secret)
+	if text := u.mustCall("browser_snapshot", nil); !strings.Contains(text, secret) || !strings.Contains(text, person) {
+		t.Errorf("unguarded: the person's typing is not in the client's snapshot: the guard's checks prove nothing\n%s", text)
+	}
 }
