@@ -181,22 +181,29 @@ func (t *takeover) take(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cross-origin request refused", http.StatusForbidden)
 		return
 	}
-	t.g.mu.Lock()
-	t.mu.Lock()
-	if t.held {
-		t.mu.Unlock()
-		t.g.mu.Unlock()
+	if !t.begin() {
 		http.Error(w, "a person already has the wheel", http.StatusConflict)
 		return
+	}
+	t.g.cfg.Logf("guard: takeover: a person has the wheel; the client's calls are refused")
+	t.audit("takeover begins: a person has the wheel")
+	writeJSONTo(w, map[string]any{"held": true, "idle_seconds": int(takeoverIdle / time.Second), "max_seconds": int(takeoverMax / time.Second)})
+}
+
+// begin begins the lease unless a person holds it: the client's calls are refused from now on
+// and the proxy's sign-in lease is set.
+func (t *takeover) begin() bool {
+	t.g.mu.Lock()
+	defer t.g.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.held {
+		return false
 	}
 	now := time.Now()
 	t.held, t.expires, t.hardEnd, t.inputs = true, now.Add(takeoverIdle), now.Add(takeoverMax), 0
 	t.g.px.SetSignInLease(true)
-	t.mu.Unlock()
-	t.g.mu.Unlock()
-	t.g.cfg.Logf("guard: takeover: a person has the wheel; the client's calls are refused")
-	t.audit("takeover begins: a person has the wheel")
-	writeJSONTo(w, map[string]any{"held": true, "idle_seconds": int(takeoverIdle / time.Second), "max_seconds": int(takeoverMax / time.Second)})
+	return true
 }
 
 // release is POST release: the person hands back.
@@ -215,22 +222,28 @@ func (t *takeover) release(w http.ResponseWriter, r *http.Request) {
 // end ends the lease: the sign-in route is closed again, the refs the client was shown are void
 // and its next result says a person changed the page.
 func (t *takeover) end(why string) bool {
-	t.g.mu.Lock()
-	t.mu.Lock()
-	if !t.held {
-		t.mu.Unlock()
-		t.g.mu.Unlock()
+	n, ok := t.finish()
+	if !ok {
 		return false
 	}
-	t.held, t.changed = false, true
-	n := t.inputs
-	t.g.px.SetSignInLease(false)
-	t.g.shown = map[string]string{}
-	t.mu.Unlock()
-	t.g.mu.Unlock()
 	t.g.cfg.Logf("guard: takeover ends (%s, %d input events); the client's next result says a person changed the page", why, n)
 	t.audit(fmt.Sprintf("takeover ends: %s (%d input events)", why, n))
 	return true
+}
+
+// finish ends the lease if a person holds it, and returns the number of its input events.
+func (t *takeover) finish() (int, bool) {
+	t.g.mu.Lock()
+	defer t.g.mu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.held {
+		return 0, false
+	}
+	t.held, t.changed = false, true
+	t.g.px.SetSignInLease(false)
+	t.g.shown = map[string]string{}
+	return t.inputs, true
 }
 
 // holding says whether a person holds the lease now, and renews its idle end when renew is set.
