@@ -112,11 +112,12 @@ func (s *signInSite) policy(t *testing.T) string {
 	return f
 }
 
-// guardedSignIn starts the guard in front of Playwright MCP and returns its takeover page.
-func guardedSignIn(t *testing.T, s *signInSite) (*client, string) {
+// guardedSignIn starts the guard in front of Playwright MCP (extra: more flags of the guard) and
+// returns its takeover page.
+func guardedSignIn(t *testing.T, s *signInSite, extra ...string) (*client, string) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "audit.db")
-	args := append([]string{"guard", "--policy", s.policy(t), "--db", db, "--", "node"}, upstreamArgs()...)
+	args := append(append(append([]string{"guard"}, extra...), "--policy", s.policy(t), "--db", db, "--", "node"), upstreamArgs()...)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "BROWSER_AGENT_DB=", "BROWSER_AGENT_UPSTREAM_ROOTS="+s.roots)
 	c := connect(t, cmd, dir)
@@ -471,5 +472,47 @@ func testGuardTakeoverControl(t *testing.T, scheme string) {
 	pb.types(t, s.URL+"/signin", passwordAt, secret)
 	if text := u.mustCall("browser_snapshot", nil); !strings.Contains(text, secret) || !strings.Contains(text, person) {
 		t.Errorf("unguarded: the person's typing is not in the client's snapshot: the guard's checks prove nothing\n%s", text)
+	}
+}
+
+func TestGuardTakeoverWriteHTTP(t *testing.T)  { testGuardTakeoverWrite(t, "http") }
+func TestGuardTakeoverWriteHTTPS(t *testing.T) { testGuardTakeoverWrite(t, "https") }
+
+// testGuardTakeoverWrite: the takeover in write mode. Without the lease the sign-in POST is
+// refused and held for nobody; under the lease it is the person's own and reaches the site once,
+// held for nobody; nothing typed reaches the client.
+func testGuardTakeoverWrite(t *testing.T, scheme string) {
+	s := startSignInSite(t, scheme)
+	g, page := guardedSignIn(t, s, "--write")
+	g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/signin"})
+	text := g.mustCall("browser_click", map[string]any{"target": g.ref("button", "Sign in"), "element": "Sign in"})
+	// The sign-in route is not a read route: the proxy refuses its POST (403) and holds nothing.
+	if n := s.count("POST /session"); n != 0 || !strings.Contains(text, "403") || strings.Contains(text, "held for a person") {
+		t.Errorf("without the lease: %d sign-in POSTs reached the site, the click's result %q; want 0, refused, not held", n, text)
+	}
+	g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/signin"})
+	if st := wheel(t, page, "take", nil); st != http.StatusOK {
+		t.Fatalf("take the wheel: status %d, want 200", st)
+	}
+	personTypes(t, page, emailAt, person)
+	personTypes(t, page, passwordAt, secret)
+	if st := wheel(t, page, "input", map[string]any{"kind": "click", "x": buttonAt[0], "y": buttonAt[1]}); st != http.StatusNoContent {
+		t.Fatalf("the person's click on Sign in: status %d, want 204", st)
+	}
+	if !testutil.Eventually(15*time.Second, func() bool { return s.count("POST /session") > 0 }) {
+		t.Fatalf("the person's sign-in POST did not reach the site under the lease\nstderr:\n%s", g.stderr)
+	}
+	if st := wheel(t, page, "release", nil); st != http.StatusOK {
+		t.Fatalf("hand back: status %d, want 200", st)
+	}
+	text = g.mustCall("browser_snapshot", nil)
+	if !strings.Contains(text, "the page was changed by a person") || strings.Contains(text, "held for a person") {
+		t.Errorf("after hand-back in write mode: want the note and no hold:\n%s", text)
+	}
+	if n := s.count("POST /session"); n != 1 {
+		t.Errorf("%d sign-in POSTs reached the site, want exactly 1", n)
+	}
+	if g.saw(secret) || g.saw(person) || strings.Contains(g.stderr.String(), secret) || strings.Contains(g.stderr.String(), person) {
+		t.Errorf("what the person typed reached the client or the guard's stderr")
 	}
 }
