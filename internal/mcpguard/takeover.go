@@ -463,6 +463,10 @@ var takeoverTmpl = template.Must(template.New("takeover").Parse(`<!doctype html>
 <img id="view" alt="the guard's browser"></div>
 <script>
 const post = (p, body) => fetch(p, body === undefined ? {method: 'POST'} : {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)});
+// The person's input is sent one event at a time, in order: a click that focuses a field lands
+// before the text typed after it.
+let q = Promise.resolve();
+const send = (body) => { q = q.then(() => post('input', body)).catch(() => {}); return q; };
 let timer = null;
 const held = (h) => {
   document.getElementById('st').textContent = h ? 'You have the wheel: the agent is paused.' : 'Nobody has the wheel: the agent\'s client drives the browser.';
@@ -470,10 +474,10 @@ const held = (h) => {
   clearInterval(timer); if (h) { timer = setInterval(() => { document.getElementById('view').src = 'frame?' + Date.now(); }, 700); }
 };
 document.getElementById('take').onclick = async () => { const r = await post('take'); held(r.ok); };
-document.getElementById('back').onclick = async () => { await post('release'); held(false); };
-document.getElementById('view').onclick = (e) => { const b = e.target.getBoundingClientRect(); post('input', {kind: 'click', x: (e.clientX - b.left) / b.width, y: (e.clientY - b.top) / b.height}); };
-document.getElementById('tf').onsubmit = (e) => { e.preventDefault(); const t = document.getElementById('text'); if (t.value) post('input', {kind: 'text', text: t.value}); t.value = ''; };
-for (const b of document.querySelectorAll('[data-key]')) b.onclick = () => post('input', {kind: 'key', key: b.dataset.key});
+document.getElementById('back').onclick = async () => { await q; await post('release'); held(false); };
+document.getElementById('view').onclick = (e) => { const b = e.target.getBoundingClientRect(); send({kind: 'click', x: (e.clientX - b.left) / b.width, y: (e.clientY - b.top) / b.height}); };
+document.getElementById('tf').onsubmit = (e) => { e.preventDefault(); const t = document.getElementById('text'); if (t.value) send({kind: 'text', text: t.value}); t.value = ''; };
+for (const b of document.querySelectorAll('[data-key]')) b.onclick = () => send({kind: 'key', key: b.dataset.key});
 fetch('state').then(r => r.json()).then(s => held(s.held));
 </script></body></html>`))
 

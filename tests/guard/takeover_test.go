@@ -516,3 +516,92 @@ func testGuardTakeoverWrite(t *testing.T, scheme string) {
 		t.Errorf("what the person typed reached the client or the guard's stderr")
 	}
 }
+
+// eval evaluates expr in the tab showing url (the person's own page, here the takeover page) and
+// returns its value as JSON.
+func (p *personBrowser) eval(t *testing.T, url, expr string) string {
+	t.Helper()
+	var targets struct {
+		Infos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
+	}
+	json.Unmarshal(p.call(t, "", "Target.getTargets", nil), &targets)
+	id := ""
+	for _, ti := range targets.Infos {
+		if ti.Type == "page" && ti.URL == url {
+			id = ti.TargetID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no tab shows %s", url)
+	}
+	var att struct{ SessionID string }
+	json.Unmarshal(p.call(t, "", "Target.attachToTarget", map[string]any{"targetId": id, "flatten": true}), &att)
+	defer p.call(t, "", "Target.detachFromTarget", map[string]any{"sessionId": att.SessionID})
+	var r struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+	}
+	json.Unmarshal(p.call(t, att.SessionID, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}), &r)
+	return string(r.Result.Value)
+}
+
+// TestGuardTakeoverPage: the takeover page itself, in a browser, as a person uses it: Take the
+// wheel, the live view shows frames, a click on the picture and text typed in the page's box sign
+// in, Hand back. (The page is on loopback over http whatever the site's scheme; the site's
+// schemes are covered by TestGuardTakeoverHTTP/HTTPS through the same endpoints.)
+func TestGuardTakeoverPage(t *testing.T) {
+	s := startSignInSite(t, "http")
+	g, page := guardedSignIn(t, s)
+	g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/signin"})
+	pb := launchPersonBrowser(t, false)
+	pb.call(t, "", "Target.createTarget", map[string]any{"url": page})
+	if !testutil.Eventually(10*time.Second, func() bool {
+		return pb.eval(t, page, "document.readyState === 'complete' && !!document.getElementById('take')") == "true"
+	}) {
+		t.Fatalf("the takeover page did not load")
+	}
+	pb.eval(t, page, "document.getElementById('take').click()")
+	if !testutil.Eventually(10*time.Second, func() bool {
+		return pb.eval(t, page, "document.getElementById('view').naturalWidth > 0") == "true"
+	}) {
+		t.Fatalf("the live view shows no frame after Take the wheel")
+	}
+	if text, isErr := g.call("browser_snapshot", nil); !isErr || !strings.Contains(text, "a person has the wheel") {
+		t.Errorf("a call while a person has the wheel: got %q, want it refused", text)
+	}
+	clickAt := func(at [2]float64) {
+		pb.eval(t, page, fmt.Sprintf(`(() => { const i = document.getElementById('view'); const b = i.getBoundingClientRect();
+			i.dispatchEvent(new MouseEvent('click', {bubbles: true, clientX: b.left + b.width * %g, clientY: b.top + b.height * %g})); })()`, at[0], at[1]))
+	}
+	typeText := func(s string) {
+		pb.eval(t, page, fmt.Sprintf(`(() => { document.getElementById('text').value = %q; document.getElementById('tf').requestSubmit(); })()`, s))
+	}
+	// The page sends its input one event at a time, in order (its queue, q).
+	clickAt(emailAt)
+	typeText(person)
+	clickAt(passwordAt)
+	typeText(secret)
+	clickAt(buttonAt)
+	pb.eval(t, page, "q")
+	if !testutil.Eventually(15*time.Second, func() bool { return s.count("POST /session") > 0 }) {
+		t.Fatalf("the sign-in through the takeover page did not reach the site")
+	}
+	s.mu.Lock()
+	got := s.body
+	s.mu.Unlock()
+	if !strings.Contains(got, "pw="+secret) || !strings.Contains(got, "email="+person) {
+		t.Errorf("the site got %d bytes that are not the person's sign-in", len(got))
+	}
+	pb.eval(t, page, "document.getElementById('back').click()")
+	if !testutil.Eventually(10*time.Second, func() bool { return strings.Contains(g.stderr.String(), "takeover ends") }) {
+		t.Fatalf("Hand back did not end the lease:\n%s", g.stderr)
+	}
+	text := g.mustCall("browser_snapshot", nil)
+	if !strings.Contains(text, "the page was changed by a person") {
+		t.Errorf("after Hand back, the result does not say a person changed the page:\n%s", text)
+	}
+	if g.saw(secret) || g.saw(person) || strings.Contains(g.stderr.String(), secret) {
+		t.Errorf("what the person typed reached the client or the guard's stderr")
+	}
+}
