@@ -53,6 +53,12 @@
 //     (loopback, a per-run token); a person's answer names the request's digest, and an approval
 //     sends exactly the held bytes once. A write carrying a credential field or a card number is
 //     refused without being offered.
+//   - Takeover (takeover.go, when the guard owns the browser): a person takes the wheel on a
+//     loopback page with a per-run token (printed on stderr), sees the tab and gives it input
+//     events over the guard's own DevTools session, then hands back. Meanwhile every tool call is
+//     refused and the proxy's sign-in lease lets a POST through to the policy's sign-in routes
+//     only; afterwards the refs shown before are void and the next result says a person changed
+//     the page. What the person types goes to the browser only.
 //   - Audit: one run of kind "guard" in the audit store; one step per call with its decision,
 //     and the egress proxy's decisions beneath it (tool "request").
 //

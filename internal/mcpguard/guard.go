@@ -59,6 +59,9 @@ type Config struct {
 	// long a held write waits for a person (0: DefaultHoldTimeout).
 	ApprovalAddr string
 	HoldTimeout  time.Duration
+	// TakeoverAddr is the takeover page's address ("": 127.0.0.1, any port), where a person takes
+	// the wheel of the guard's own browser (takeover.go).
+	TakeoverAddr string
 
 	proxyBypass string // the wall's tests only (export_test.go): see writeConfig
 }
@@ -74,6 +77,7 @@ type Guard struct {
 	browser *browser   // the guard's own Chromium behind the wall; nil when the upstream launches its own
 	wall    string     // "on: ..." or "off: why", for the log
 	holds   *approvals // the write mode's held writes; nil in read-only mode
+	to      *takeover  // the takeover page; nil when the upstream launched the browser
 
 	mu     sync.Mutex        // one call at a time: the guard's own snapshot and the call it vets are one step
 	shown  map[string]string // the refs of the last snapshot passed to the client: role and name
@@ -134,6 +138,13 @@ func Start(ctx context.Context, cfg Config) (*Guard, error) {
 	}
 	if err == nil {
 		err = g.startUpstream(ctx)
+	}
+	if err == nil && g.browser != nil {
+		if g.to, err = startTakeover(g, cfg.TakeoverAddr); err == nil {
+			cfg.Logf("guard: a person can take the wheel at %s", g.to.url)
+		}
+	} else if err == nil {
+		cfg.Logf("guard: no takeover: the guard does not own the browser (wall off)")
 	}
 	if err != nil {
 		g.Close()
@@ -245,6 +256,7 @@ func (g *Guard) Close() error {
 			err = g.up.Close()
 		}
 		g.holds.close()
+		g.to.close()
 		err = errors.Join(err, g.browser.close())
 		if g.px != nil {
 			err = errors.Join(err, g.px.Close())
@@ -281,6 +293,9 @@ func (g *Guard) handler(name string) mcp.ToolHandler {
 
 // call vets, passes and checks one call.
 func (g *Guard) call(ctx context.Context, name string, raw json.RawMessage) (*mcp.CallToolResult, *verdict) {
+	if v := g.to.gate(name); v != nil {
+		return refusal(name, v), v
+	}
 	args := map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
@@ -316,7 +331,7 @@ func (g *Guard) call(ctx context.Context, name string, raw json.RawMessage) (*mc
 		g.shown = refs
 	}
 	text, shown := g.shownText(ctx, text)
-	did = append(append(did, shown...), g.holds.take()...)
+	did = append(append(append(did, shown...), g.holds.take()...), g.to.after(text)...)
 	v := &verdict{allow: true, layer: policy.LayerCoordinator, rule: RuleAllowed, reason: "passed to the upstream"}
 	if u, ok := args["url"].(string); ok {
 		v.url = u
