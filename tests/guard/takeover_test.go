@@ -21,8 +21,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/internal/testbrowser"
-	"github.com/browser-agent/browser-agent/internal/testutil"
+	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
 // person is the user name the person types while holding the lease; like secret, it must never
