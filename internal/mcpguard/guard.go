@@ -52,14 +52,6 @@ type Config struct {
 	Stderr  io.Writer                        // the upstream's stderr (nil: discarded)
 	Logf    func(format string, args ...any) // metadata-only log lines; nil: none
 
-	// Write turns on the write mode (hold.go): a POST the policy refuses only as a write is held
-	// for a person, who approves or refuses it on the approval page, instead of refused.
-	Write bool
-	// ApprovalAddr is the approval page's address ("": 127.0.0.1, any port); HoldTimeout how
-	// long a held write waits for a person (0: DefaultHoldTimeout).
-	ApprovalAddr string
-	HoldTimeout  time.Duration
-
 	proxyBypass string // the wall's tests only (export_test.go): see writeConfig
 }
 
@@ -113,8 +105,9 @@ func Start(ctx context.Context, cfg Config) (*Guard, error) {
 	}
 	g := &Guard{cfg: cfg, shown: map[string]string{}}
 	popts := append([]proxy.Option{proxy.WithDecidedHook(func(d proxy.Decision) { g.net.Note(d.Entry) })}, cfg.ProxyOptions...)
-	if cfg.Write {
-		a, err := startApprovals(cfg.ApprovalAddr, cfg.HoldTimeout, cfg.Logf)
+	// The policy's guard key chooses the mode (hold.go): read-only unless it says write.
+	if gk := cfg.Policy.Guard(); gk.Mode == policy.GuardWrite {
+		a, err := startApprovals(gk.ApprovalListen, gk.ApprovalTimeout, cfg.Logf)
 		if err != nil {
 			return nil, err
 		}

@@ -48,7 +48,7 @@ type pendingHold struct {
 	answer chan string // "" approves
 }
 
-// startApprovals serves the approval page on addr (loopback by default).
+// startApprovals serves the approval page on addr (the policy's guard.approval.listen: loopback).
 func startApprovals(addr string, timeout time.Duration, logf func(string, ...any)) (*approvals, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
@@ -62,6 +62,12 @@ func startApprovals(addr string, timeout time.Duration, logf func(string, ...any
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("approval page: %w", err)
+	}
+	// The policy refuses a listen address beyond loopback; a name that resolves elsewhere is
+	// caught here, where the address is known.
+	if ta, ok := ln.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("approval page: %s is not a loopback address: only this machine may approve a write", ln.Addr())
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /"+a.token+"/", a.page)

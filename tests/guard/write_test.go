@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -23,7 +24,14 @@ var (
 // guardedWrite starts the guard in write mode in front of Playwright MCP.
 func guardedWrite(t *testing.T, s *site) (*client, string) {
 	dir := t.TempDir()
-	args := append([]string{"guard", "--write", "--policy", s.policy(t), "--db", filepath.Join(dir, "audit.db"), "--", "node"}, upstreamArgs()...)
+	pol := s.policy(t)
+	f, err := os.OpenFile(pol, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(f, "guard:\n  mode: write\n  approval:\n    listen: 127.0.0.1:0\n    timeout: 2m\n")
+	f.Close()
+	args := append([]string{"guard", "--policy", pol, "--db", filepath.Join(dir, "audit.db"), "--", "node"}, upstreamArgs()...)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "BROWSER_AGENT_DB=", "BROWSER_AGENT_UPSTREAM_ROOTS="+s.roots)
 	c := connect(t, cmd, dir)
