@@ -172,3 +172,79 @@ func TestLabelsFor(t *testing.T) {
 		t.Errorf("labelsFor a PUT no form sends: got %v, want none", got)
 	}
 }
+
+// TestHoldEvents: each way a hold ends leaves its audit rows, metadata only: approved (and
+// released), refused by a person, no answer in time, the request gone; a write to a payment
+// origin or carrying a card is refused unoffered with a row of its own. No row holds a body value.
+func TestHoldEvents(t *testing.T) {
+	a, err := startApprovals("127.0.0.1:0", time.Minute, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	a.payments = []string{"https://pay.example"}
+	const value = "Quux-Value-77"
+	held := func(url, body string) *proxy.Held {
+		h := &proxy.Held{Method: "POST", URL: url, Body: []byte(body)}
+		h.Digest = proxy.Digest(h.Method, h.URL, h.Body)
+		return h
+	}
+	answer := func(id int, why string) {
+		testutil.Eventually(10*time.Second, func() bool {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if p := a.pending[id]; p != nil {
+				p.answer <- why
+				return true
+			}
+			return false
+		})
+	}
+	for _, c := range []struct {
+		name  string
+		run   func() string
+		rules []string
+	}{
+		{"approved", func() string {
+			a.timeout = time.Minute
+			go answer(1, "")
+			return a.hold(context.Background(), held("https://trips.example/a", "who="+value))
+		}, []string{RuleHold, RuleHoldApproved, RuleHoldRelease}},
+		{"refused", func() string {
+			go answer(2, "refused by a person")
+			return a.hold(context.Background(), held("https://trips.example/b", "who="+value))
+		}, []string{RuleHold, RuleHoldRefused}},
+		{"no answer", func() string {
+			a.timeout = 50 * time.Millisecond // no one answers: the wait's length does not matter
+			return a.hold(context.Background(), held("https://trips.example/c", "who="+value))
+		},
+			[]string{RuleHold, RuleHoldTimeout}},
+		{"request gone", func() string {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return a.hold(ctx, held("https://trips.example/d", "who="+value))
+		}, []string{RuleHold, RuleHoldTimeout}},
+		{"payment origin", func() string { return a.hold(context.Background(), held("https://pay.example/charge", "who="+value)) },
+			[]string{RulePayment}},
+		{"card number", func() string {
+			return a.hold(context.Background(), held("https://trips.example/e", "who="+value+"&n=4111111111111111"))
+		}, []string{RuleHoldRefused}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			why := c.run()
+			var rules []string
+			for _, e := range a.takeEvents() {
+				rules = append(rules, e.kind)
+				if strings.Contains(e.reason, value) || strings.Contains(e.reason, "4111") {
+					t.Errorf("row %s holds a body value: %q", e.kind, e.reason)
+				}
+			}
+			if fmt.Sprint(rules) != fmt.Sprint(c.rules) {
+				t.Errorf("rows:\n\tgot  %v\n\twant %v (the hold answered %q)", rules, c.rules, why)
+			}
+			if (why == "") != (c.name == "approved") {
+				t.Errorf("the hold answered %q", why)
+			}
+		})
+	}
+}
