@@ -96,6 +96,8 @@ type file struct {
 	Record     *fileRecord `yaml:"record"`
 	// Wall is when the run's browser runs behind the operating system's wall: see WallMode.
 	Wall str `yaml:"wall"`
+	// Guard is how `browser-agent guard` lets the agent act: see Guard (guard.go).
+	Guard *fileGuard `yaml:"guard"`
 }
 
 // fileRecord is the record key: see Record.
@@ -343,6 +345,13 @@ func compile(f *file, name string) (*Policy, error) {
 			return nil, fail(l.Line, "limits.max_run_bytes", "%d is out of range 1MiB..4GiB", l.V)
 		}
 		p.limits.MaxRunBytes = l.V
+	}
+	if f.Guard != nil {
+		g, err := compileGuard(f.Guard, fail)
+		if err != nil {
+			return nil, err
+		}
+		p.guard = g
 	}
 	if f.Record != nil {
 		r, err := compileRecord(f.Record, fail)

@@ -135,6 +135,7 @@ type Policy struct {
 	stemWords  [][]byte // writeWords, sorted, for the stem search of isWriteToken
 	record     *Record  // nil when the file declares no record key
 	wall       WallMode // "" when the file does not say
+	guard      Guard    // zero when the file does not say: Guard() gives the defaults
 }
 
 // WallMode is a policy's "wall" key: when the run's browser runs behind the operating system's

@@ -11,7 +11,7 @@ import (
 )
 
 // The write hold (issue 43, the guard's write mode; docs/guard-write-mode.md). With WithHold, a
-// POST the policy refuses only for being a write (its URL is one the policy reads: origin, route,
+// POST, PUT or PATCH the policy refuses only for being a write (its URL is one the policy reads: origin, route,
 // query, no write word) is not refused at once but held: its body is read whole (up to
 // MaxHoldBody), the hold function is shown the exact request, and the proxy sends exactly those
 // bytes, once, only if it approves. Every other write is refused as without the hold.
@@ -43,9 +43,16 @@ type Held struct {
 // refusal.
 type HoldFunc func(ctx context.Context, h *Held) (refusal string)
 
-// WithHold makes the proxy hold, rather than refuse, a POST the policy refuses only as a write,
-// and send it once f approves it (see Held).
+// WithHold makes the proxy hold, rather than refuse, a POST, PUT or PATCH the policy refuses
+// only as a write, and send it once f approves it (see Held). DELETE, and every method other
+// than these three, stays refused and is never offered: a person may approve what a form sends
+// or replaces, not a removal.
 func WithHold(f HoldFunc) Option { return func(c *config) { c.hold = f } }
+
+// HoldsMethod says whether a write of this method may be held for a person: POST, PUT, PATCH.
+func HoldsMethod(m string) bool {
+	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch
+}
 
 // Digest is the digest of a write: the hex SHA-256 of method, URL and body, one line each.
 func Digest(method, url string, body []byte) string {
@@ -58,7 +65,7 @@ func Digest(method, url string, body []byte) string {
 // holdWrite decides a write with the hold: ok with the decision and the exact body to send, or
 // the refusal's reason and rule.
 func (p *Proxy) holdWrite(ctx context.Context, r *http.Request, u *policy.URL) (d policy.Decision, body []byte, reason, rule string) {
-	if r.Method != http.MethodPost {
+	if !HoldsMethod(r.Method) {
 		return d, nil, policy.ReasonWriteMethod, "method " + r.Method
 	}
 	if d = p.pol.DecideURL(http.MethodGet, u); !d.Allowed() {

@@ -12,10 +12,10 @@ import (
 	"github.com/browser-agent/browser-agent/policy"
 )
 
-// TestHold: with WithHold a POST to a URL the policy reads is held, shown whole to the hold
+// TestHold: with WithHold a POST, PUT or PATCH to a URL the policy reads is held, shown whole to the hold
 // function (its digest bound to method, URL and body) and sent, exactly as shown, once, only when
 // approved; refused, nothing reaches the site. Writes the policy refuses for more than being a
-// write stay refused without a hold. Over http and inside an intercepted https tunnel. The
+// write stay refused without a hold, and so does DELETE, whatever its URL. Over http and inside an intercepted https tunnel. The
 // positive control: without the hold the same POST is refused as a write.
 func TestHold(t *testing.T) {
 	up := newSignInUpstream(t, false)
@@ -64,45 +64,47 @@ func TestHold(t *testing.T) {
 				return resp.StatusCode, resp.Header.Get(HeaderError)
 			}
 			const form = "q=tea&from=2026-12-24"
-			// Positive control: without the hold, the POST is refused as a write.
-			if st, why := do(tc.control, "POST", "/search", form); st != 403 || why != policy.ReasonWriteMethod {
-				t.Errorf("POST without the hold: %d %q, want 403 %q", st, why, policy.ReasonWriteMethod)
-			}
-			// Unapproved: held, shown whole, refused; nothing reaches the site.
-			if st, why := do(tc.c, "POST", "/search", form); st != 403 || why != ReasonHeldRefused {
-				t.Errorf("unapproved POST: %d %q, want 403 %q", st, why, ReasonHeldRefused)
-			}
-			if n := tc.up.count(); n != 0 {
-				t.Fatalf("%d writes reached the site unapproved, want 0", n)
-			}
-			mu.Lock()
-			h := held[len(held)-1]
-			want := Digest("POST", tc.up.URL+"/search", []byte(form))
-			if h.Method != "POST" || h.URL != tc.up.URL+"/search" || string(h.Body) != form || h.Digest != want {
-				t.Errorf("held %s %s %q %s, want POST %s/search %q %s", h.Method, h.URL, h.Body, h.Digest, tc.up.URL, form, want)
-			}
-			// A person approves that digest: exactly one request, exactly those bytes.
-			approve[want] = true
-			mu.Unlock()
-			if st, why := do(tc.c, "POST", "/search", form); st != 200 || why != "" {
-				t.Errorf("approved POST: %d %q, want 200", st, why)
-			}
-			// The approval was used: the same request again is held and refused; so is one whose
-			// body differs from what was approved.
-			mu.Lock()
-			approve[want] = true
-			mu.Unlock()
-			if st, why := do(tc.c, "POST", "/search", form+"&to=2027-01-02"); st != 403 || why != ReasonHeldRefused {
-				t.Errorf("POST with another body: %d %q, want 403 %q", st, why, ReasonHeldRefused)
-			}
-			mu.Lock()
-			delete(approve, want)
-			mu.Unlock()
-			if st, why := do(tc.c, "POST", "/search", form); st != 403 || why != ReasonHeldRefused {
-				t.Errorf("POST again after its approval was used: %d %q, want 403 %q", st, why, ReasonHeldRefused)
-			}
-			if n := tc.up.count(); n != 1 || tc.up.writes[0] != "POST /search "+form {
-				t.Errorf("site writes %q, want exactly the approved POST", tc.up.writes)
+			for i, m := range []string{"POST", "PUT", "PATCH"} {
+				// Positive control: without the hold, the write is refused as a write.
+				if st, why := do(tc.control, m, "/search", form); st != 403 || why != policy.ReasonWriteMethod {
+					t.Errorf("%s without the hold: %d %q, want 403 %q", m, st, why, policy.ReasonWriteMethod)
+				}
+				// Unapproved: held, shown whole, refused; nothing reaches the site.
+				if st, why := do(tc.c, m, "/search", form); st != 403 || why != ReasonHeldRefused {
+					t.Errorf("unapproved %s: %d %q, want 403 %q", m, st, why, ReasonHeldRefused)
+				}
+				if n := tc.up.count(); n != i {
+					t.Fatalf("%d writes reached the site, want %d: the unapproved %s reached it", n, i, m)
+				}
+				mu.Lock()
+				h := held[len(held)-1]
+				want := Digest(m, tc.up.URL+"/search", []byte(form))
+				if h.Method != m || h.URL != tc.up.URL+"/search" || string(h.Body) != form || h.Digest != want {
+					t.Errorf("held %s %s %q %s, want %s %s/search %q %s", h.Method, h.URL, h.Body, h.Digest, m, tc.up.URL, form, want)
+				}
+				// A person approves that digest: exactly one request, exactly those bytes.
+				approve[want] = true
+				mu.Unlock()
+				if st, why := do(tc.c, m, "/search", form); st != 200 || why != "" {
+					t.Errorf("approved %s: %d %q, want 200", m, st, why)
+				}
+				// The approval was used: the same request again is held and refused; so is one
+				// whose body differs from what was approved.
+				mu.Lock()
+				approve[want] = true
+				mu.Unlock()
+				if st, why := do(tc.c, m, "/search", form+"&to=2027-01-02"); st != 403 || why != ReasonHeldRefused {
+					t.Errorf("%s with another body: %d %q, want 403 %q", m, st, why, ReasonHeldRefused)
+				}
+				mu.Lock()
+				delete(approve, want)
+				mu.Unlock()
+				if st, why := do(tc.c, m, "/search", form); st != 403 || why != ReasonHeldRefused {
+					t.Errorf("%s again after its approval was used: %d %q, want 403 %q", m, st, why, ReasonHeldRefused)
+				}
+				if n := tc.up.count(); n != i+1 || tc.up.writes[i] != m+" /search "+form {
+					t.Errorf("site writes %q, want exactly the approved %s as write %d", tc.up.writes, m, i+1)
+				}
 			}
 			// Writes refused for more than being a write are never held.
 			mu.Lock()
@@ -112,8 +114,11 @@ func TestHold(t *testing.T) {
 				{"POST", "/other", policy.ReasonNoRule},
 				{"POST", "/checkout", policy.ReasonWriteWord},
 				{"POST", "/search?next=delete", policy.ReasonWriteWord},
-				{"PUT", "/search", policy.ReasonWriteMethod},
+				{"PUT", "/checkout", policy.ReasonWriteWord},
+				{"PATCH", "/records/1/remove", policy.ReasonWriteWord},
 				{"DELETE", "/records/1", policy.ReasonWriteMethod},
+				{"DELETE", "/search", policy.ReasonWriteMethod},
+				{"OPTIONS", "/search", policy.ReasonWriteMethod},
 			} {
 				if st, why := do(tc.c, w.method, w.path, form); st != 403 || why != w.reason {
 					t.Errorf("%s %s: %d %q, want 403 %q", w.method, w.path, st, why, w.reason)

@@ -18,9 +18,14 @@ func guardCmd(e *env, args []string) error {
 	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
 	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
-	write := fs.Bool("write", false, "write mode: a form's POST is held until a person approves it on the approval page (printed at start), instead of refused")
+	// The mode is the policy's, so that what a run may do is read in one file: the flag that
+	// chose it before only says where it went.
+	write := fs.Bool("write", false, "gone: set guard: mode: write in the policy file")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *write {
+		return usageError("--write is not a flag: the policy chooses the mode; set \"guard:\" with \"mode: write\" in the policy file (docs/guard-write-mode.md)")
 	}
 	command := fs.Args()
 	if err := mcpguard.CheckCommand(command); err != nil {
@@ -42,7 +47,7 @@ func guardCmd(e *env, args []string) error {
 		return err
 	}
 	g, err := mcpguard.Start(ctx, mcpguard.Config{
-		Policy: pol, Command: command, Store: store, ProxyOptions: popts, Stderr: e.stderr, Logf: stderrLogf(e), Write: *write,
+		Policy: pol, Command: command, Store: store, ProxyOptions: popts, Stderr: e.stderr, Logf: stderrLogf(e),
 	})
 	if err != nil {
 		return err

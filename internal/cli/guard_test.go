@@ -22,6 +22,7 @@ func TestGuardUsage(t *testing.T) {
 		{"own proxy", []string{"guard", "--db", db, "--", "npx", "@playwright/mcp", "--proxy-server=http://127.0.0.1:3128"}, "--proxy-server"},
 		{"own config", []string{"guard", "--db", db, "--", "npx", "@playwright/mcp", "--config", "c.json"}, "--config"},
 		{"http beyond loopback without a token", []string{"guard", "--db", db, "--http", "0.0.0.0:0", "--", "npx", "@playwright/mcp"}, "bearer token"},
+		{"the write flag: the policy chooses the mode", []string{"guard", "--db", db, "--write", "--", "npx", "@playwright/mcp"}, `set "guard:" with "mode: write" in the policy file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvMCPToken, "")

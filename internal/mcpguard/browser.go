@@ -259,7 +259,15 @@ const worldName = "browser-agent-guard"
 // filledFields are the filled editable fields of every frame of every page in the guard's
 // browser, each frame read in the guard's isolated world (frameJS), never in the page's world.
 // A frame that cannot be read is an error: the caller withholds.
-func (b *browser) filledFields(ctx context.Context) ([]field, error) {
+func (b *browser) filledFields(ctx context.Context) ([]field, error) { return b.fields(ctx, false) }
+
+// fields are the filled editable fields (all: every editable field) of every frame of every
+// page, read as filledFields reads them.
+func (b *browser) fields(ctx context.Context, all bool) ([]field, error) {
+	expr := frameJS
+	if all {
+		expr = allFields(frameJS)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var r struct {
@@ -276,7 +284,7 @@ func (b *browser) filledFields(ctx context.Context) ([]field, error) {
 		if ti.Type != "page" && ti.Type != "iframe" {
 			continue
 		}
-		fs, err := b.targetFields(ctx, ti.ID)
+		fs, err := b.targetFields(ctx, ti.ID, expr)
 		if err != nil {
 			return nil, err
 		}
@@ -303,7 +311,13 @@ func (t frameTree) ids() []string {
 
 // targetFields reads the frames of one target (a page, or a frame of another site in its own
 // process) in the guard's isolated world.
-func (b *browser) targetFields(ctx context.Context, target string) ([]field, error) {
+func (b *browser) targetFields(ctx context.Context, target, expr string) ([]field, error) {
+	return targetRead[field](ctx, b, target, expr)
+}
+
+// targetRead evaluates expr, which answers a list of T, in the guard's isolated world of every
+// frame of one target, and joins the lists.
+func targetRead[T any](ctx context.Context, b *browser, target, expr string) ([]T, error) {
 	var att struct {
 		Session string `json:"sessionId"`
 	}
@@ -320,7 +334,7 @@ func (b *browser) targetFields(ctx context.Context, target string) ([]field, err
 	if err := b.cdp.call(ctx, att.Session, "Page.getFrameTree", nil, &tree); err != nil {
 		return nil, err
 	}
-	var out []field
+	var out []T
 	for i, id := range tree.Tree.ids() {
 		var w struct {
 			Context int `json:"executionContextId"`
@@ -333,21 +347,27 @@ func (b *browser) targetFields(ctx context.Context, target string) ([]field, err
 		}
 		var ev struct {
 			Result struct {
-				Value []field `json:"value"`
+				Value json.RawMessage `json:"value"`
 			} `json:"result"`
 			Exception *struct {
 				Text string `json:"text"`
 			} `json:"exceptionDetails"`
 		}
 		if err := b.cdp.call(ctx, att.Session, "Runtime.evaluate", map[string]any{
-			"expression": frameJS, "contextId": w.Context, "returnByValue": true,
+			"expression": expr, "contextId": w.Context, "returnByValue": true,
 		}, &ev); err != nil {
 			return nil, err
 		}
 		if ev.Exception != nil {
 			return nil, fmt.Errorf("the guard's field reader failed: %s", ev.Exception.Text)
 		}
-		out = append(out, ev.Result.Value...)
+		var v []T
+		if len(ev.Result.Value) > 0 && string(ev.Result.Value) != "null" {
+			if err := json.Unmarshal(ev.Result.Value, &v); err != nil {
+				return nil, fmt.Errorf("the guard's reader answered %v", err)
+			}
+		}
+		out = append(out, v...)
 	}
 	return out, nil
 }

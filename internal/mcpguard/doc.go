@@ -48,7 +48,7 @@
 //     off, or when the proof fails, no snapshot text is shown. Result sections that carry the
 //     page's text beyond its address, title and dialogs (the code the upstream ran, its events and
 //     console, a page's tools) are dropped.
-//   - Write mode (hold.go, Config.Write; read-only is the default): a POST the policy refuses
+//   - Write mode (hold.go; the policy's guard key, mode: write; read-only is the default): a POST the policy refuses
 //     only as a write is held by the egress proxy (proxy.WithHold) and shown on the approval page
 //     (loopback, a per-run token); a person's answer names the request's digest, and an approval
 //     sends exactly the held bytes once. A write carrying a credential field or a card number is

@@ -60,7 +60,8 @@ func TestSnapshotRefs(t *testing.T) {
 }
 
 // TestVetWithoutPage covers the decisions taken from the arguments alone: keys, submit, line
-// breaks, selectors, files. Ordinary inputs pass (keys that only move).
+// breaks, selectors, files. Ordinary inputs pass; a key that only moves still needs the page read
+// for a card field (payment.go), and with no page to read it is refused.
 func TestVetWithoutPage(t *testing.T) {
 	g := &Guard{shown: map[string]string{}}
 	for _, tc := range []struct {
@@ -71,9 +72,9 @@ func TestVetWithoutPage(t *testing.T) {
 		{"browser_press_key", map[string]any{"key": "Enter"}, RuleKey},
 		{"browser_press_key", map[string]any{"key": "Control+Enter"}, RuleKey},
 		{"browser_press_key", map[string]any{"key": "a"}, RuleKey},
-		{"browser_press_key", map[string]any{"key": "ArrowDown"}, ""},
-		{"browser_press_key", map[string]any{"key": "PageDown"}, ""},
-		{"browser_press_key", map[string]any{"key": "Tab"}, ""},
+		{"browser_press_key", map[string]any{"key": "ArrowDown"}, RuleCardPage},
+		{"browser_press_key", map[string]any{"key": "PageDown"}, RuleCardPage},
+		{"browser_press_key", map[string]any{"key": "Tab"}, RuleCardPage},
 		{"browser_type", map[string]any{"target": "e1", "text": "x", "submit": true}, RuleSubmit},
 		{"browser_type", map[string]any{"target": "e1", "text": "x\n"}, RuleSubmit},
 		{"browser_click", map[string]any{"target": "#submit"}, RuleRef},

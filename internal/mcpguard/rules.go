@@ -77,7 +77,7 @@ func (g *Guard) vet(ctx context.Context, name string, args map[string]any) *verd
 		}
 	}
 	if !slices.Contains(refTools, name) {
-		return nil
+		return g.vetPayment(ctx, name, "")
 	}
 	if name == "browser_type" {
 		if s, _ := args["submit"].(bool); s {
@@ -115,6 +115,10 @@ func (g *Guard) vet(ctx context.Context, name string, args map[string]any) *verd
 			return refuse(RuleCredential, "%s is a credential field (%s): a person types into it, not the model", ref, why)
 		}
 	}
+	if v := g.vetPayment(ctx, name, cur); v != nil {
+		return v
+	}
+	g.noteForms(ctx, name)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,9 +32,10 @@ type site struct {
 	URL, Offsite string
 	Frame        string // another allowed origin, framed by /framed
 	mu           sync.Mutex
-	hits         map[string]int // "METHOD /path" on the site, "offsite /path" off it
-	gate         chan struct{}  // what /hit/wait waits for: open
-	roots        string         // PEM file of the https servers' authorities ("" over http)
+	hits         map[string]int      // "METHOD /path" on the site, "offsite /path" off it
+	bodies       map[string][]string // the bodies of the writes that reached the site, by "METHOD /path"
+	gate         chan struct{}       // what /hit/wait waits for: open
+	roots        string              // PEM file of the https servers' authorities ("" over http)
 }
 
 func (s *site) hit(k string) {
@@ -48,6 +50,13 @@ func (s *site) open() {
 	defer s.mu.Unlock()
 	close(s.gate)
 	s.gate = make(chan struct{})
+}
+
+// sent are the bodies of the writes "METHOD /path" that reached the site.
+func (s *site) sent(k string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bodies[k]...)
 }
 
 func (s *site) count(k string) int {
@@ -73,13 +82,20 @@ const pages = `
 // startSite serves the hostile pages and an off-site server, over http or https.
 func startSite(t *testing.T, scheme string) *site {
 	t.Helper()
-	s := &site{hits: map[string]int{}, gate: make(chan struct{})}
+	s := &site{hits: map[string]int{}, bodies: map[string][]string{}, gate: make(chan struct{})}
 	byPath := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(pages), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(pages)+"\n"+strings.TrimSpace(tripPages), "\n") {
 		p, body, _ := strings.Cut(l, ": ")
 		byPath[p] = "<!doctype html><html><head><title>hostile</title></head><body>" + body + "</body></html>"
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A write's body is kept before it is counted: a test that saw the count sees the body.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			b, _ := io.ReadAll(r.Body)
+			s.mu.Lock()
+			s.bodies[r.Method+" "+r.URL.Path] = append(s.bodies[r.Method+" "+r.URL.Path], string(b))
+			s.mu.Unlock()
+		}
 		s.hit(r.Method + " " + r.URL.Path)
 		switch {
 		case r.URL.Path == "/hit/wait":
@@ -100,7 +116,7 @@ func startSite(t *testing.T, scheme string) *site {
 			http.Redirect(w, r, s.Offsite+"/landing", http.StatusFound)
 		case byPath[r.URL.Path] != "":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			fmt.Fprint(w, byPath[r.URL.Path])
+			fmt.Fprint(w, strings.ReplaceAll(byPath[r.URL.Path], "FRAME_ORIGIN", s.Frame))
 		default:
 			fmt.Fprint(w, "ok")
 		}
@@ -138,7 +154,7 @@ func startSite(t *testing.T, scheme string) *site {
 // policy allows the hostile site's read routes and nothing off it.
 func (s *site) policy(t *testing.T) string {
 	f := filepath.Join(t.TempDir(), "policy.yaml")
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", \"/vis/{page}\", /book, /book-search, /wallet, /favicon.ico]\n"+
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [/, /login, /filled, /hidden-filled, /framed, /form, /swap, /swapped, /dialog, /search, /redirect, \"/hit/{what}\", \"/vis/{page}\", /book, /book-search, /wallet, /trip, /trip-search, /trip-details, /trip-sneaky, /trip-card, /trip-psp, /trip-note, \"/trip-seat/{n}\", /favicon.ico]\n"+
 		"  - origin: %s\n    read: [/inner, /favicon.ico]\nlimits:\n  max_redirect_hops: 5\n", s.URL, s.Frame)
 	if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
 		t.Fatal(err)

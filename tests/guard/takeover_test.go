@@ -112,12 +112,21 @@ func (s *signInSite) policy(t *testing.T) string {
 	return f
 }
 
-// guardedSignIn starts the guard in front of Playwright MCP (extra: more flags of the guard) and
+// guardedSignIn starts the guard in front of Playwright MCP (mode: the policy's guard mode, "" for none) and
 // returns its takeover page.
-func guardedSignIn(t *testing.T, s *signInSite, extra ...string) (*client, string) {
+func guardedSignIn(t *testing.T, s *signInSite, mode string) (*client, string) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "audit.db")
-	args := append(append(append([]string{"guard"}, extra...), "--policy", s.policy(t), "--db", db, "--", "node"), upstreamArgs()...)
+	pol := s.policy(t)
+	if mode != "" {
+		f, err := os.OpenFile(pol, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "guard:\n  mode: %s\n", mode)
+		f.Close()
+	}
+	args := append([]string{"guard", "--policy", pol, "--db", db, "--", "node"}, upstreamArgs()...)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "BROWSER_AGENT_DB=", "BROWSER_AGENT_UPSTREAM_ROOTS="+s.roots)
 	c := connect(t, cmd, dir)
@@ -172,7 +181,7 @@ func TestGuardTakeoverHTTPS(t *testing.T) { testGuardTakeover(t, "https") }
 // positive control: the same Playwright MCP unguarded shows the typed values to its client.
 func testGuardTakeover(t *testing.T, scheme string) {
 	s := startSignInSite(t, scheme)
-	g, page := guardedSignIn(t, s)
+	g, page := guardedSignIn(t, s, "")
 
 	t.Run("without the lease the sign-in POST is refused", func(t *testing.T) {
 		g := g.with(t)
@@ -483,7 +492,7 @@ func TestGuardTakeoverWriteHTTPS(t *testing.T) { testGuardTakeoverWrite(t, "http
 // held for nobody; nothing typed reaches the client.
 func testGuardTakeoverWrite(t *testing.T, scheme string) {
 	s := startSignInSite(t, scheme)
-	g, page := guardedSignIn(t, s, "--write")
+	g, page := guardedSignIn(t, s, "write")
 	g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/signin"})
 	text := g.mustCall("browser_click", map[string]any{"target": g.ref("button", "Sign in"), "element": "Sign in"})
 	// The sign-in route is not a read route: the proxy refuses its POST (403) and holds nothing.
@@ -552,7 +561,7 @@ func (p *personBrowser) eval(t *testing.T, url, expr string) string {
 // schemes are covered by TestGuardTakeoverHTTP/HTTPS through the same endpoints.)
 func TestGuardTakeoverPage(t *testing.T) {
 	s := startSignInSite(t, "http")
-	g, page := guardedSignIn(t, s)
+	g, page := guardedSignIn(t, s, "")
 	g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/signin"})
 	pb := launchPersonBrowser(t, false)
 	pb.call(t, "", "Target.createTarget", map[string]any{"url": page})
