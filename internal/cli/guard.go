@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"context"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/internal/mcpguard"
@@ -35,7 +32,7 @@ func guardCmd(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, _, stop := watchSignals(e.stderr)
 	defer stop()
 	store, pol, done, err := serverSetup(ctx, e, "guard", *dbFile, *polFile)
 	if err != nil {

@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,7 +55,7 @@ func mcpCmd(e *env, args []string) error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, _, stop := watchSignals(e.stderr)
 	defer stop()
 	store, pol, done, err := serverSetup(ctx, e, "mcp", *dbFile, *polFile)
 	if err != nil {

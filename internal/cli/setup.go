@@ -99,10 +99,12 @@ func prepare(ctx context.Context, e *env, dbFile, polFile, kind, arg string) (*p
 	return p, nil
 }
 
-// openPrepared opens the store and loads the policy (a bad policy file is a usage error). Without
-// a policy file it starts the demo site, printing notice (when set) first.
+// openPrepared opens the store (a bounded phase) and loads the policy (a bad policy file is a
+// usage error): the one start-up of every command that runs runs (run, record, worker, mcp,
+// guard; serve adds its own). Without a policy file it starts the demo site, printing notice
+// (when set) first.
 func openPrepared(ctx context.Context, e *env, dbFile, polFile, notice string) (*prepared, error) {
-	store, err := openStore(e, dbFile)
+	store, err := openStoreBounded(ctx, e, dbFile)
 	if err != nil {
 		return nil, err
 	}

@@ -57,19 +57,12 @@ func workerCmd(e *env, args []string) error {
 	ctx, _, stop := watchSignals(e.stderr)
 	defer stop()
 
-	store, err := openStoreBounded(ctx, e, *db)
+	prep, err := openPrepared(ctx, e, *db, *polFile, "")
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	pol, stopSite, err := sitePolicy(ctx, e, *polFile, "")
-	if err != nil {
-		if isLoadError(err) {
-			return &ExitError{Code: ExitUsage, Err: err}
-		}
-		return err
-	}
-	defer stopSite()
+	defer prep.Close()
+	store, pol := prep.store, prep.pol
 
 	rt, err := bridge.NewRuntime()
 	if err != nil {
