@@ -50,6 +50,27 @@
     };
     visit(doc, null);
   }
+  // The elements the caller asked about (opts.nodeCount handles after the frame owners): each
+  // one's own visible text, then, for a field, its labels' (its label elements, the elements its
+  // aria-labelledby names), by this read's verdicts; null for one not found in this document.
+  const nodeTexts = [];
+  {
+    const base = (opts.closedCount | 0) + (opts.frameIds || []).length;
+    const LABELLED = new Set(['input', 'textarea', 'select']);
+    for (let i = 0; i < (opts.nodeCount | 0); i++) {
+      const el = handles[base + i];
+      if (!el || el.nodeType !== 1 || !el.isConnected || el.ownerDocument !== doc) { nodeTexts.push(null); continue; }
+      const texts = [visibleText(el, opts.textCap)];
+      if (LABELLED.has(el.localName)) {
+        for (const l of el.labels || []) texts.push(visibleText(l, opts.textCap));
+        for (const id of (el.getAttribute('aria-labelledby') || '').split(/\s+/)) {
+          const r = id && doc.getElementById(id);
+          if (r) texts.push(visibleText(r, opts.textCap));
+        }
+      }
+      nodeTexts.push(texts);
+    }
+  }
   return {
     url: String(location.href),
     title: (doc.title || '').replace(/\s+/g, ' ').trim().slice(0, 300),
@@ -65,5 +86,6 @@
     voided,
     byNode: !!proven,
     account,
+    nodeTexts: opts.nodeCount ? nodeTexts : undefined,
   };
 }
