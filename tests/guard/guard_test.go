@@ -148,7 +148,7 @@ func (s *site) policy(t *testing.T) string {
 
 // client is one MCP session with everything it was given.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	cs     *mcp.ClientSession
 	stderr *testutil.Buffer
 	mu     *sync.Mutex
@@ -172,7 +172,7 @@ func guarded(t *testing.T, s *site) *client { return guardedBy(t, s.policy(t), s
 
 // guardedBy starts browser-agent guard with the policy file policy in front of Playwright MCP;
 // roots is the PEM file of the https servers' authorities ("" over http).
-func guardedBy(t *testing.T, policy, roots string) *client {
+func guardedBy(t testing.TB, policy, roots string) *client {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "audit.db")
 	args := append([]string{"guard", "--policy", policy, "--db", db, "--", "node"}, upstreamArgs()...)
@@ -187,7 +187,7 @@ func guardedBy(t *testing.T, policy, roots string) *client {
 func unguarded(t *testing.T, s *site) *client { return unguardedOver(t, s.roots != "") }
 
 // unguardedOver starts Playwright MCP with nothing in front, taking any certificate when tls.
-func unguardedOver(t *testing.T, tls bool) *client {
+func unguardedOver(t testing.TB, tls bool) *client {
 	dir := t.TempDir()
 	args := upstreamArgs()
 	if tls {
@@ -198,7 +198,7 @@ func unguardedOver(t *testing.T, tls bool) *client {
 	return connect(t, cmd, dir)
 }
 
-func connect(t *testing.T, cmd *exec.Cmd, dir string) *client {
+func connect(t testing.TB, cmd *exec.Cmd, dir string) *client {
 	t.Helper()
 	c := &client{t: t, stderr: &testutil.Buffer{}, mu: &sync.Mutex{}, seen: &strings.Builder{}}
 	cmd.Dir, cmd.Stderr = dir, c.stderr
