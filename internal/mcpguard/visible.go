@@ -623,6 +623,7 @@ func (s *cdpSession) Send(method string, params map[string]any) (any, error) {
 func (s *cdpSession) Detach() error {
 	ctx, cancel := context.WithTimeout(context.Background(), cdpCallTime)
 	defer cancel()
+	s.c.contexts(s.id) // worlds it reported after refNodes read them
 	return s.c.call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": s.id}, nil)
 }
 
