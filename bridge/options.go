@@ -70,6 +70,9 @@ type config struct {
 	// switch (WithWithheldList).
 	withheldList bool
 	pixelTime    time.Duration // bounds the pixel phase (maxPixelTime; tests shorten it)
+	// nodes are elements, by frame and backend node id, whose own visible text a proof
+	// (VisibleText) reports (WithNodeTexts).
+	nodes map[string][]int
 	// busyPhase (tests) runs at the start of each pixel phase, before it lays the page out: a
 	// wait there is what the fixed costs of a long page's phase on a busy machine are
 	// (phaseTime); its error ends the phase.

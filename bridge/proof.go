@@ -13,6 +13,12 @@ type Visible struct {
 	Text     string // the visible text of every frame the page shows, each child frame's where it sits
 	Withheld int    // text runs not proven visible (hidden, not shown, or not decided in time)
 	Decided  int    // text runs the pixel phase decided
+	// Nodes holds, for each element WithNodeTexts asked for (by frame, then backend node id)
+	// that the proof found, the visible text of its own subtree and then that of each label
+	// naming it (a field's label elements and aria-labelledby): the same proof's verdicts, one
+	// element's text apart from every other's. An element not found (gone, or its frame not
+	// read) is absent.
+	Nodes map[string]map[int][]string
 }
 
 // VisibleText proves by rendering which text of one page a person sees, as a read does
@@ -68,7 +74,29 @@ func VisibleText(ctx context.Context, sessions []CDPSession, opts ...Option) (Vi
 	var links []rawLink
 	var fields []Field
 	out.Text = collapseBlankLines(pr.assemble(v.mainID, reads, &links, &fields, 0))
+	for frame, rr := range reads {
+		ids := cfg.nodes[frame]
+		for i, texts := range rr.NodeTexts {
+			if i >= len(ids) || texts == nil {
+				continue
+			}
+			if out.Nodes == nil {
+				out.Nodes = map[string]map[int][]string{}
+			}
+			if out.Nodes[frame] == nil {
+				out.Nodes[frame] = map[int][]string{}
+			}
+			out.Nodes[frame][ids[i]] = texts
+		}
+	}
 	return out, nil
+}
+
+// WithNodeTexts asks a proof (VisibleText) for the visible text of each of these elements, by
+// the frame that holds it and its backend node id (Visible.Nodes): a caller that shows text of
+// one element (an accessibility snapshot's line) proves it by that element, not by the page.
+func WithNodeTexts(nodes map[string][]int) Option {
+	return func(c *config) { c.nodes = nodes }
 }
 
 // WithPixelTime bounds the pixel phase of one proof (VisibleText) or read.

@@ -579,15 +579,31 @@ func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode st
 			}
 		}
 	}
+	// The elements a proof was asked about (WithNodeTexts), each in its place: one not
+	// resolved is passed as null.
+	nodeCount := 0
+	if ids, ok := extra["nodes"].([]int); ok && mode == readerjs.ModeRead {
+		for _, b := range ids {
+			a := map[string]any{"value": nil}
+			if id := resolve(b); id != "" {
+				a = map[string]any{"objectId": id}
+			}
+			args = append(args, a)
+		}
+		nodeCount = len(ids)
+	}
 	if pr.cfg.resolved != nil {
 		pr.cfg.resolved(ctx, t.sess, group)
 	}
 	o := map[string]any{
 		"mode": mode, "closedCount": nClosed, "frameIds": frameIDs, "textCap": pr.cfg.textCap,
 		"linkCap": DefaultLinkCap, "fieldCap": DefaultFieldCap, "minFontPx": 6, "world": pr.world,
+		"nodeCount": nodeCount,
 	}
 	for k, val := range extra {
-		o[k] = val
+		if k != "nodes" {
+			o[k] = val
+		}
 	}
 	args[0] = map[string]any{"value": o}
 	var res struct {
@@ -703,20 +719,23 @@ type rawRead struct {
 		Text string `json:"text"`
 		Href string `json:"href"`
 	} `json:"links"`
-	Fields   []Field         `json:"fields"`
-	Frames   []string        `json:"frames"`
-	Controls []control       `json:"controls"`
-	NRuns    int             `json:"nRuns"`
-	Withheld int             `json:"withheld"`
-	Still    string          `json:"still"`    // the frame's scroll positions (paint and layout modes)
-	Exact    *bool           `json:"exact"`    // paint "runs" and "some": nothing but the runs' paint changed
-	Off      []int           `json:"off"`      // paint "some": every run whose paint went off
-	Tampered bool            `json:"tampered"` // paint "restore" and "on": the page changed itself since the first paint change
-	Changed  *changedArea    `json:"changed"`  // where those changes may have drawn (with Tampered)
-	Voided   []int           `json:"voided"`   // mode read: runs proven visible whose text changed since (withheld)
-	ByNode   bool            `json:"byNode"`   // mode read: verdicts taken by node from the frame's last layout
-	Account  *frameAccount   `json:"account"`  // mode read: what became of every text node of the frame
-	Layout   json.RawMessage `json:"-"`
+	Fields   []Field       `json:"fields"`
+	Frames   []string      `json:"frames"`
+	Controls []control     `json:"controls"`
+	NRuns    int           `json:"nRuns"`
+	Withheld int           `json:"withheld"`
+	Still    string        `json:"still"`    // the frame's scroll positions (paint and layout modes)
+	Exact    *bool         `json:"exact"`    // paint "runs" and "some": nothing but the runs' paint changed
+	Off      []int         `json:"off"`      // paint "some": every run whose paint went off
+	Tampered bool          `json:"tampered"` // paint "restore" and "on": the page changed itself since the first paint change
+	Changed  *changedArea  `json:"changed"`  // where those changes may have drawn (with Tampered)
+	Voided   []int         `json:"voided"`   // mode read: runs proven visible whose text changed since (withheld)
+	ByNode   bool          `json:"byNode"`   // mode read: verdicts taken by node from the frame's last layout
+	Account  *frameAccount `json:"account"`  // mode read: what became of every text node of the frame
+	// NodeTexts: mode read with opts.nodeCount, for each element asked for (WithNodeTexts), its
+	// own visible text and its labels', or null when it was not found.
+	NodeTexts [][]string      `json:"nodeTexts"`
+	Layout    json.RawMessage `json:"-"`
 }
 
 // frameAccount is the reader's account of one frame (js/reader/90_result.js): characters other
@@ -948,6 +967,9 @@ func (pr *pageReader) readFrames(ctx context.Context, v *pageView, vis *visState
 			}
 			extra["verdicts"], extra["why"] = vs, whys[frame]
 		}
+		if ids := pr.cfg.nodes[frame]; len(ids) > 0 {
+			extra["nodes"] = ids
+		}
 		rr, err := pr.evalFrame(ctx, v, frame, readerjs.ModeRead, extra)
 		if err != nil {
 			return err
@@ -968,7 +990,7 @@ func (pr *pageReader) readFrames(ctx context.Context, v *pageView, vis *visState
 		if verdicts != nil && len(vs) > 0 && rr.NRuns != len(vs) && !rr.ByNode {
 			// Not the frame the shots judged (and no layout of it to take the verdicts from, by
 			// node): withhold all of its text.
-			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}, "forceWhy": readerjs.WhyChanged, "debug": pr.cfg.withheldList}); err != nil {
+			if rr, err = pr.evalFrame(ctx, v, frame, readerjs.ModeRead, map[string]any{"verdicts": []int{}, "forceWhy": readerjs.WhyChanged, "debug": pr.cfg.withheldList, "nodes": extra["nodes"]}); err != nil {
 				return err
 			}
 		}

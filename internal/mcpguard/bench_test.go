@@ -33,14 +33,26 @@ func benchPage() string {
 // wall off (Playwright MCP launches its browser) and the guard walled (it launches the browser in
 // a namespace and Playwright MCP attaches over CDP).
 func BenchmarkGuardCost(b *testing.B) {
-	cli := playwrightMCP(b)
 	page := benchPage()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	benchCost(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, page)
-	}))
+	}), "/")
+}
+
+// BenchmarkGuardCostManual is BenchmarkGuardCost on a long real page: PostgreSQL's manual page
+// of SELECT (Debian's postgresql-doc-15: about 2,000 snapshot texts), with its stylesheet.
+func BenchmarkGuardCostManual(b *testing.B) {
+	m := testutil.ManualByName(b, "postgresql")
+	benchCost(b, http.FileServer(http.Dir(m.Dir)), "/sql-select.html")
+}
+
+// benchCost measures the guard's added cost on the page h serves at path.
+func benchCost(b *testing.B, h http.Handler, path string) {
+	cli := playwrightMCP(b)
+	srv := httptest.NewServer(h)
 	defer srv.Close()
-	pol, err := policy.Parse(fmt.Appendf(nil, "version: 1\nsites:\n  - origin: %s\n    read: [/, /favicon.ico]\n", srv.URL), "bench")
+	pol, err := policy.Parse(fmt.Appendf(nil, "version: 1\nsites:\n  - origin: %s\n    read: [/, /*, /favicon.ico]\n", srv.URL), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -102,11 +114,11 @@ func BenchmarkGuardCost(b *testing.B) {
 			if _, err := cs.ListTools(context.Background(), nil); err != nil {
 				b.Fatal(err)
 			}
-			call(b, cs, "browser_navigate", map[string]any{"url": srv.URL + "/"})
+			call(b, cs, "browser_navigate", map[string]any{"url": srv.URL + path})
 			sums[name][0] += time.Since(t0)
 			for range calls {
 				t1 := time.Now()
-				call(b, cs, "browser_navigate", map[string]any{"url": srv.URL + "/"})
+				call(b, cs, "browser_navigate", map[string]any{"url": srv.URL + path})
 				t2 := time.Now()
 				call(b, cs, "browser_snapshot", nil)
 				sums[name][1] += t2.Sub(t1)

@@ -21,6 +21,46 @@ type cdpConn struct {
 	pending map[int64]chan cdpReply
 	closed  chan struct{}
 	err     error
+	// worlds are the execution contexts each session reported (Runtime.enable), by session.
+	worlds map[string][]execContext
+}
+
+// execContext is one execution context a session reported: its id, name and frame.
+type execContext struct {
+	ID      int    `json:"id"`
+	Name    string `json:"name"`
+	AuxData struct {
+		FrameID string `json:"frameId"`
+	} `json:"auxData"`
+}
+
+// event keeps the execution contexts a session reports.
+func (c *cdpConn) event(b []byte) {
+	var e struct {
+		Method  string `json:"method"`
+		Session string `json:"sessionId"`
+		Params  struct {
+			Context execContext `json:"context"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(b, &e) != nil || e.Method != "Runtime.executionContextCreated" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.worlds == nil {
+		c.worlds = map[string][]execContext{}
+	}
+	c.worlds[e.Session] = append(c.worlds[e.Session], e.Params.Context)
+}
+
+// contexts are the execution contexts session reported, forgotten here.
+func (c *cdpConn) contexts(session string) []execContext {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.worlds[session]
+	delete(c.worlds, session)
+	return out
 }
 
 type cdpReply struct {
@@ -67,8 +107,12 @@ func (c *cdpConn) read() {
 			ID int64 `json:"id"`
 			cdpReply
 		}
-		if json.Unmarshal(b, &m) != nil || m.ID == 0 {
-			continue // an event: the guard asks, it does not listen
+		if json.Unmarshal(b, &m) != nil {
+			continue
+		}
+		if m.ID == 0 {
+			c.event(b) // the guard listens only for the worlds a session reports
+			continue
 		}
 		c.mu.Lock()
 		ch := c.pending[m.ID]

@@ -2,7 +2,9 @@ package mcpguard
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -91,15 +93,39 @@ func splitSections(text string) []string {
 	return append(out, text[start:])
 }
 
-// visibleText is the page's text rendering proved visible, normalized for matching.
-type visibleText struct{ norm string }
+// visibleText is the text rendering proved visible of each element a snapshot names, by its
+// ref: the element's own subtree, and for a field its labels, white space normalized. A
+// snapshot's line is matched against the text of its own element (the line's ref, else its
+// nearest ancestor's), never against the page's: a hidden element whose text equals visible text
+// elsewhere is not shown.
+type visibleText struct{ byRef map[string][]string }
 
-func newVisibleText(s string) *visibleText { return &visibleText{norm: " " + normSpace(s) + " "} }
+func newVisibleText(byRef map[string][]string) *visibleText {
+	v := &visibleText{byRef: map[string][]string{}}
+	for ref, texts := range byRef {
+		for _, t := range texts {
+			v.byRef[ref] = append(v.byRef[ref], normSpace(t))
+		}
+	}
+	return v
+}
 
-// shows says whether s, white space normalized, is part of the visible text.
-func (v *visibleText) shows(s string) bool {
+// shows says whether s, white space normalized, is part of the visible text of the element ref
+// names (its own, or one label's).
+func (v *visibleText) shows(ref, s string) bool {
 	s = normSpace(s)
-	return s == "" || (v != nil && strings.Contains(v.norm, s))
+	if s == "" {
+		return true
+	}
+	if v == nil {
+		return false
+	}
+	for _, t := range v.byRef[ref] {
+		if strings.Contains(t, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // normSpace drops the characters the snapshot drops (zero width space, soft hyphen) and turns
@@ -131,16 +157,43 @@ func normSpace(s string) string {
 func filterSnapshot(sec string, visible *visibleText) (string, int) {
 	lines := strings.Split(sec, "\n")
 	n := 0
+	var owners ownerStack
 	for i, l := range lines {
 		if i == 0 || strings.HasPrefix(l, "```") {
 			continue // the section's heading, a block's fences
 		}
-		out, w := filterLine(l, visible)
+		out, w := filterLine(l, visible, &owners)
 		lines[i] = out
 		n += w
 	}
 	return strings.Join(lines, "\n"), n
 }
+
+// ownerStack is the refs of the lines above the current one, by indent: a line without a ref
+// of its own (a "- text:" child, a property) belongs to its nearest ancestor's element.
+type ownerStack []struct {
+	indent int
+	ref    string
+}
+
+// owner is the ref a line at indent with its own ref (or "") is proven by, and pushes it.
+func (o *ownerStack) owner(indent int, own string) string {
+	for len(*o) > 0 && (*o)[len(*o)-1].indent >= indent {
+		*o = (*o)[:len(*o)-1]
+	}
+	ref := own
+	if ref == "" && len(*o) > 0 {
+		ref = (*o)[len(*o)-1].ref
+	}
+	*o = append(*o, struct {
+		indent int
+		ref    string
+	}{indent, ref})
+	return ref
+}
+
+// attrRefRE is a snapshot line's ref attribute.
+var attrRefRE = regexp.MustCompile(`\[ref=((?:f[0-9]+)?e[0-9]+)\]`)
 
 // snapNode is one parsed snapshot line: "- role "name" [attrs]: value", or "- /prop: value".
 type snapNode struct {
@@ -149,7 +202,7 @@ type snapNode struct {
 }
 
 // filterLine filters one snapshot line (see filterSnapshot).
-func filterLine(l string, visible *visibleText) (string, int) {
+func filterLine(l string, visible *visibleText, owners *ownerStack) (string, int) {
 	nd, ok := parseSnapLine(l)
 	if !ok {
 		if strings.TrimSpace(l) == "" {
@@ -157,19 +210,24 @@ func filterLine(l string, visible *visibleText) (string, int) {
 		}
 		return strings.Repeat(" ", len(l)-len(strings.TrimLeft(l, " "))) + "- text: " + HiddenMark, 1
 	}
+	own := ""
+	if m := attrRefRE.FindStringSubmatch(nd.attrs); m != nil && !strings.HasPrefix(nd.role, "/") {
+		own = m[1]
+	}
+	ref := owners.owner(len(nd.indent), own)
 	if strings.HasPrefix(nd.role, "/") {
 		// A property: a link's address is the page's, as the agent's own reads give it; any
 		// other (a placeholder) is text.
-		if nd.role == "/url" || nd.value == nil || visible.shows(*nd.value) {
+		if nd.role == "/url" || nd.value == nil || visible.shows(ref, *nd.value) {
 			return l, 0
 		}
 		return nd.indent + "- " + nd.role + ": " + HiddenMark, 1
 	}
 	w := 0
-	if nd.name != nil && !visible.shows(*nd.name) {
+	if nd.name != nil && !visible.shows(ref, *nd.name) {
 		nd.name, w = &hiddenMark, w+1
 	}
-	if nd.value != nil && !visible.shows(*nd.value) {
+	if nd.value != nil && !visible.shows(ref, *nd.value) {
 		nd.value, w = &hiddenMark, w+1
 	}
 	if w == 0 {
@@ -345,8 +403,9 @@ func yamlValue(s string) (string, bool) {
 }
 
 // proofTime bounds the pixel phase of one snapshot's proof: what it has not decided by then is
-// withheld.
-const proofTime = 10 * time.Second
+// withheld. At 10 s the second half of a long manual page (Python's tutorial introduction: 425
+// of 474 texts kept at 30 s, 273 at 10 s) was withheld on a loaded machine.
+const proofTime = 30 * time.Second
 
 // visibleText proves by rendering which text of the page at pageURL a person sees, in the guard's
 // own browser: the one tab showing pageURL (none, or more than one, is an error: the caller
@@ -394,11 +453,150 @@ func (b *browser) visibleText(ctx context.Context, pageURL string) (*visibleText
 		}
 		sessions = append(sessions, &cdpSession{c: b.cdp, id: att.Session})
 	}
-	v, err := bridge.VisibleText(ctx, sessions, bridge.WithPixelTime(proofTime))
+	refs, nodes, err := refNodes(ctx, sessions)
+	if err != nil {
+		for _, s := range sessions {
+			s.Detach()
+		}
+		return nil, err
+	}
+	v, err := bridge.VisibleText(ctx, sessions, bridge.WithPixelTime(proofTime), bridge.WithNodeTexts(nodes))
 	if err != nil {
 		return nil, err
 	}
-	return newVisibleText(v.Text), nil
+	byRef := map[string][]string{}
+	for ref, n := range refs {
+		if texts, ok := v.Nodes[n.frame][n.backend]; ok {
+			byRef[ref] = texts
+		}
+	}
+	return newVisibleText(byRef), nil
+}
+
+// refNode is the element a snapshot's ref names: its frame and backend node id.
+type refNode struct {
+	frame   string
+	backend int
+}
+
+// utilityWorld is the prefix of the name of Playwright's utility world in each frame, where its
+// snapshot for the model (mode ai) gives every element it names a ref, kept on the element as
+// _ariaRef (playwright-core 1.64, computeAriaRef). The page's scripts cannot reach that world:
+// the refs read there are Playwright's.
+const utilityWorld = "__playwright_utility_world_"
+
+// refsJS lists the elements of a frame's document and open shadow roots that carry a ref.
+const refsJS = `(() => {
+  const els = [], refs = [];
+  const visit = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      const r = el._ariaRef;
+      if (r && typeof r.ref === 'string') { els.push(el); refs.push(r.ref); }
+      if (el.shadowRoot) visit(el.shadowRoot);
+    }
+  };
+  visit(document);
+  return {els, refs};
+})()`
+
+// refNodes resolves the upstream's refs to elements in every frame the sessions show: each
+// session's Playwright utility worlds are asked which element holds which ref. A ref found on two
+// elements is left out (no element proves it). nodes are the elements by frame, for the proof.
+func refNodes(ctx context.Context, sessions []bridge.CDPSession) (map[string]refNode, map[string][]int, error) {
+	refs := map[string]refNode{}
+	twice := map[string]bool{}
+	nodes := map[string][]int{}
+	for _, bs := range sessions {
+		s := bs.(*cdpSession)
+		if err := s.c.call(ctx, s.id, "Runtime.enable", nil, nil); err != nil {
+			return nil, nil, err
+		}
+		worlds := s.c.contexts(s.id)
+		s.c.call(ctx, s.id, "Runtime.disable", nil, nil)
+		for _, w := range worlds {
+			if !strings.HasPrefix(w.Name, utilityWorld) || w.AuxData.FrameID == "" {
+				continue
+			}
+			found, err := s.refsIn(ctx, w.ID)
+			if err != nil {
+				continue // a frame gone since: its refs are not proven
+			}
+			for ref, backend := range found {
+				if _, ok := refs[ref]; ok {
+					twice[ref] = true
+				}
+				refs[ref] = refNode{w.AuxData.FrameID, backend}
+				nodes[w.AuxData.FrameID] = append(nodes[w.AuxData.FrameID], backend)
+			}
+		}
+	}
+	for ref := range twice {
+		delete(refs, ref)
+	}
+	return refs, nodes, nil
+}
+
+// refsIn are the refs of one utility world's document, each with its element's backend node id.
+func (s *cdpSession) refsIn(ctx context.Context, world int) (map[string]int, error) {
+	const group = "browser-agent-guard-refs"
+	defer s.c.call(ctx, s.id, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": group}, nil)
+	type object struct {
+		Result struct {
+			ObjectID string          `json:"objectId"`
+			Value    json.RawMessage `json:"value"`
+		} `json:"result"`
+		Exception *struct{ Text string } `json:"exceptionDetails"`
+	}
+	var all object
+	if err := s.c.call(ctx, s.id, "Runtime.evaluate", map[string]any{"expression": refsJS, "contextId": world, "objectGroup": group}, &all); err != nil {
+		return nil, err
+	}
+	if all.Exception != nil || all.Result.ObjectID == "" {
+		return nil, fmt.Errorf("refs: the utility world did not answer")
+	}
+	var names, els object
+	if err := s.c.call(ctx, s.id, "Runtime.callFunctionOn", map[string]any{"objectId": all.Result.ObjectID, "functionDeclaration": "function() { return this.refs; }", "returnByValue": true, "objectGroup": group}, &names); err != nil {
+		return nil, err
+	}
+	if err := s.c.call(ctx, s.id, "Runtime.callFunctionOn", map[string]any{"objectId": all.Result.ObjectID, "functionDeclaration": "function() { return this.els; }", "objectGroup": group}, &els); err != nil {
+		return nil, err
+	}
+	var refs []string
+	if err := json.Unmarshal(names.Result.Value, &refs); err != nil {
+		return nil, err
+	}
+	var props struct {
+		Result []struct {
+			Name  string `json:"name"`
+			Value struct {
+				ObjectID string `json:"objectId"`
+			} `json:"value"`
+		} `json:"result"`
+	}
+	if err := s.c.call(ctx, s.id, "Runtime.getProperties", map[string]any{"objectId": els.Result.ObjectID, "ownProperties": true}, &props); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, p := range props.Result {
+		i, err := strconv.Atoi(p.Name)
+		if err != nil || i < 0 || i >= len(refs) || p.Value.ObjectID == "" {
+			continue
+		}
+		var d struct {
+			Node struct {
+				BackendNodeID int `json:"backendNodeId"`
+			} `json:"node"`
+		}
+		if err := s.c.call(ctx, s.id, "DOM.describeNode", map[string]any{"objectId": p.Value.ObjectID}, &d); err != nil {
+			continue
+		}
+		if _, ok := out[refs[i]]; ok {
+			out[refs[i]] = 0 // on two elements: proven by neither
+			continue
+		}
+		out[refs[i]] = d.Node.BackendNodeID
+	}
+	return out, nil
 }
 
 // cdpSession is one of the guard's flattened DevTools sessions as bridge.CDPSession.
@@ -425,6 +623,7 @@ func (s *cdpSession) Send(method string, params map[string]any) (any, error) {
 func (s *cdpSession) Detach() error {
 	ctx, cancel := context.WithTimeout(context.Background(), cdpCallTime)
 	defer cancel()
+	s.c.contexts(s.id) // worlds it reported after refNodes read them
 	return s.c.call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": s.id}, nil)
 }
 

@@ -26,8 +26,13 @@ const snapSample = "### Page\n- Page URL: http://127.0.0.1/page.html\n- Page Tit
 	"```\n### Ran Playwright code\n```js\nawait page.getByRole('button', { name: 'Close dialog' }).click();\n```\n" +
 	"### Events\n- [LOG] CONSOLESECRET\n"
 
-// sampleVisible is what rendering proves a person sees of that page.
-const sampleVisible = "Hello \"there\": x\nVisible text more\nSee the docs for more.\nX\nSearch\n- starts with a dash"
+// sampleVisible is what rendering proves a person sees of each element of that page, by ref (the
+// textbox: its label's text).
+var sampleVisible = map[string][]string{
+	"e1": {"Hello \"there\": x\nVisible text more\nSee the docs for more.\nX\nSearch\n- starts with a dash"},
+	"e2": {"Hello \"there\": x"}, "e3": {"Visible text more"}, "e4": {"See the docs for more."}, "e5": {"the docs"},
+	"e6": {"X"}, "e7": {""}, "e8": {"Search"}, "e9": {"", "Search"},
+}
 
 func TestProveVisible(t *testing.T) {
 	got, did := proveVisible(snapSample, newVisibleText(sampleVisible))
@@ -82,7 +87,7 @@ func TestFilterLineUnparsed(t *testing.T) {
 		"  - paragraph [ref=e3]: \"unterminated SECRET",
 		"  - button \"SECRET [ref=e4]",
 	} {
-		got, n := filterLine(l, newVisibleText("nothing"))
+		got, n := filterLine(l, newVisibleText(map[string][]string{"e3": {"nothing"}, "e4": {"nothing"}}), &ownerStack{})
 		if strings.Contains(got, "SECRET") || n != 1 {
 			t.Errorf("filterLine(%q):\n\tgot  %q, %d\n\twant no SECRET, 1 withheld", l, got, n)
 		}
@@ -95,5 +100,38 @@ func TestFilterError(t *testing.T) {
 	want := "### Error\nTimeoutError: locator.click: Timeout 5000ms exceeded.\n" + HiddenMark + "\n"
 	if got != want || len(did) != 1 {
 		t.Errorf("proveVisible(error):\n\tgot  %q %q\n\twant %q", got, did, want)
+	}
+}
+
+// TestProveVisibleByNode: a text is proven by its own element, not by the page: a hidden link
+// whose text equals a visible heading's is withheld, and a line without a ref of its own is
+// proven by its nearest ancestor's element.
+func TestProveVisibleByNode(t *testing.T) {
+	snap := "### Snapshot\n```yaml\n" +
+		"- generic [ref=e1]:\n" +
+		"  - heading \"Sign in\" [level=1] [ref=e2]\n" +
+		"  - link \"Sign in\" [ref=e3] [cursor=pointer]:\n" +
+		"    - /url: /evil\n" +
+		"  - paragraph [ref=e4]:\n" +
+		"    - text: Sign in\n" +
+		"  - paragraph [ref=e5]:\n" +
+		"    - text: Sign in\n" +
+		"```\n"
+	// What a person sees: the heading, and the paragraph e4; the link e3 and the paragraph e5
+	// draw nothing (transparent, off screen), though the page shows "Sign in" elsewhere.
+	vis := newVisibleText(map[string][]string{"e1": {"Sign in Sign in"}, "e2": {"Sign in"}, "e3": {""}, "e4": {"Sign in"}, "e5": {""}})
+	got, _ := proveVisible(snap, vis)
+	want := "### Snapshot\n```yaml\n" +
+		"- generic [ref=e1]:\n" +
+		"  - heading \"Sign in\" [level=1] [ref=e2]\n" +
+		"  - link \"" + HiddenMark + "\" [ref=e3] [cursor=pointer]:\n" +
+		"    - /url: /evil\n" +
+		"  - paragraph [ref=e4]:\n" +
+		"    - text: Sign in\n" +
+		"  - paragraph [ref=e5]:\n" +
+		"    - text: " + HiddenMark + "\n" +
+		"```\n"
+	if got != want {
+		t.Errorf("proveVisible:\n\tgot  %q\n\twant %q", got, want)
 	}
 }

@@ -164,7 +164,7 @@ func (s *site) policy(t *testing.T) string {
 
 // client is one MCP session with everything it was given.
 type client struct {
-	t      *testing.T
+	t      testing.TB
 	cs     *mcp.ClientSession
 	stderr *testutil.Buffer
 	mu     *sync.Mutex
@@ -184,22 +184,29 @@ func upstreamArgs() []string {
 }
 
 // guarded starts browser-agent guard in front of Playwright MCP.
-func guarded(t *testing.T, s *site) *client {
+func guarded(t *testing.T, s *site) *client { return guardedBy(t, s.policy(t), s.roots) }
+
+// guardedBy starts browser-agent guard with the policy file policy in front of Playwright MCP;
+// roots is the PEM file of the https servers' authorities ("" over http).
+func guardedBy(t testing.TB, policy, roots string) *client {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "audit.db")
-	args := append([]string{"guard", "--policy", s.policy(t), "--db", db, "--", "node"}, upstreamArgs()...)
+	args := append([]string{"guard", "--policy", policy, "--db", db, "--", "node"}, upstreamArgs()...)
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "HOME="+dir, "BROWSER_AGENT_DB=", "BROWSER_AGENT_UPSTREAM_ROOTS="+s.roots)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "BROWSER_AGENT_DB=", "BROWSER_AGENT_UPSTREAM_ROOTS="+roots)
 	c := connect(t, cmd, dir)
 	c.db = db
 	return c
 }
 
 // unguarded starts the same Playwright MCP with nothing in front: the positive control.
-func unguarded(t *testing.T, s *site) *client {
+func unguarded(t *testing.T, s *site) *client { return unguardedOver(t, s.roots != "") }
+
+// unguardedOver starts Playwright MCP with nothing in front, taking any certificate when tls.
+func unguardedOver(t testing.TB, tls bool) *client {
 	dir := t.TempDir()
 	args := upstreamArgs()
-	if s.roots != "" {
+	if tls {
 		args = append(args, "--ignore-https-errors")
 	}
 	cmd := exec.Command("node", args...)
@@ -207,7 +214,7 @@ func unguarded(t *testing.T, s *site) *client {
 	return connect(t, cmd, dir)
 }
 
-func connect(t *testing.T, cmd *exec.Cmd, dir string) *client {
+func connect(t testing.TB, cmd *exec.Cmd, dir string) *client {
 	t.Helper()
 	c := &client{t: t, stderr: &testutil.Buffer{}, mu: &sync.Mutex{}, seen: &strings.Builder{}}
 	cmd.Dir, cmd.Stderr = dir, c.stderr

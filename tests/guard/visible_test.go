@@ -56,6 +56,12 @@ var visPages = map[string]string{
 		`<button aria-label="HIDDEN-attributes-1-x">SEEN-attributes-2-x</button>` +
 		`<img alt="HIDDEN-attributes-2-x" src="data:,">` +
 		`<label>SEEN-attributes-3-x <input placeholder="x" value="HIDDEN-attributes-3-x" style="color:#fff;background:#fff"></label>`,
+	// Hidden links whose text equals visible text elsewhere on the page: the heading and the
+	// paragraph are seen, each link is not (off screen, transparent, under a cover).
+	"duplicate": `<h1>Sign in</h1><p>Continue</p>` +
+		`<a href="/hit/dup-offscreen" style="position:absolute;left:-9999px">Sign in</a>` +
+		`<a href="/hit/dup-transparent" style="opacity:0">Sign in</a>` +
+		`<div style="position:relative"><a href="/hit/dup-covered">Continue</a><div style="position:absolute;inset:-4px;background:#fff"></div></div>`,
 	// An ordinary page: what the client can read and use through the guard.
 	"ordinary": `<header><nav><a href="/vis/ordinary">Home</a> <a href="/vis/covers">Covers</a></nav></header>` +
 		`<main><h1>SEEN-ordinary-title-x</h1><p>An ordinary paragraph with <a href="/vis/colour">a link</a> and <b>bold words</b>.</p>` +
@@ -102,6 +108,32 @@ func testGuardVisible(t *testing.T, scheme string) {
 			}
 		})
 	}
+	t.Run("a hidden link whose text is seen elsewhere", func(t *testing.T) {
+		// Each snapshot text is proven by its own element: the seen heading's "Sign in" does
+		// not prove a hidden link's.
+		g, u := g.with(t), u.with(t)
+		url := s.URL + "/vis/duplicate"
+		u.mustCall("browser_navigate", map[string]any{"url": url})
+		control := u.mustCall("browser_snapshot", nil)
+		g.mustCall("browser_navigate", map[string]any{"url": url})
+		got := pageData(t, g.mustCall("browser_snapshot", nil))
+		for _, l := range []string{`link "Sign in"`, `link "Continue"`} {
+			if n := strings.Count(control, l); n < 1 {
+				t.Errorf("unguarded: no %s in the snapshot: the case proves nothing\n%s", l, control)
+			}
+			if strings.Contains(got, l) {
+				t.Errorf("through the guard: a hidden %s reached the client\n%s", l, got)
+			}
+		}
+		for _, l := range []string{`heading "Sign in"`, `paragraph [ref=`} {
+			if !strings.Contains(got, l) {
+				t.Errorf("through the guard: the seen %s is missing\n%s", l, got)
+			}
+		}
+		if !strings.Contains(got, ": Continue") {
+			t.Errorf("through the guard: the seen paragraph's text is missing\n%s", got)
+		}
+	})
 	t.Run("an ordinary page's refs stay usable", func(t *testing.T) {
 		g := g.with(t)
 		g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/vis/ordinary"})

@@ -16,10 +16,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,76 +25,12 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/guarded"
-	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/proxy"
+	"github.com/browser-agent/browser-agent/tests/realweb"
 	"github.com/mxschmitt/playwright-go"
 )
-
-// libDir holds the corpus's npm packages (scripts/setup: npm ci in tests/realweb/lib).
-func libDir() string {
-	return filepath.Join(testbrowser.RepoRoot(), "tests", "realweb", "lib", "node_modules")
-}
-
-// pagesDir holds the library pages.
-func pagesDir() string { return filepath.Join(testbrowser.RepoRoot(), "tests", "realweb", "pages") }
-
-// libraryPages are the names of the library pages (pages/NAME.html), each with the marker
-// RW-NAME-ok somewhere a person sees it.
-func libraryPages(t testing.TB) []string {
-	t.Helper()
-	es, err := os.ReadDir(pagesDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		if n, ok := strings.CutSuffix(e.Name(), ".html"); ok && !strings.HasSuffix(n, "-fragment") {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
-// pythonPages are the ten pages of Python's documentation the issue names.
-var pythonPages = []string{
-	"library/json.html", "library/argparse.html", "library/re.html", "library/functions.html",
-	"library/sqlite3.html", "library/pathlib.html", "library/uuid.html", "library/hmac.html",
-	"howto/logging.html", "tutorial/introduction.html",
-}
-
-// postgresPages are pages of PostgreSQL's manual (DocBook).
-var postgresPages = []string{"sql-select.html", "datatype-numeric.html", "functions-string.html", "tutorial-join.html"}
-
-// manualPages are the manual pages' paths on the corpus's origins.
-func manualPages() []string {
-	var out []string
-	for _, p := range pythonPages {
-		out = append(out, "/python/"+p)
-	}
-	for _, p := range postgresPages {
-		out = append(out, "/postgresql/"+p)
-	}
-	return out
-}
-
-// site serves the corpus on one origin: /lib/ the npm packages, /pages/ the library pages,
-// /python/ and /postgresql/ the manuals.
-func site(t testing.TB) http.Handler {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(libDir(), "jquery", "package.json")); err != nil {
-		t.Fatalf("the corpus's npm packages are missing in %s: run scripts/setup", libDir())
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/lib/", http.StripPrefix("/lib/", http.FileServer(http.Dir(libDir()))))
-	mux.Handle("/pages/", http.StripPrefix("/pages/", http.FileServer(http.Dir(pagesDir()))))
-	for _, name := range []string{"python", "postgresql"} {
-		m := testutil.ManualByName(t, name)
-		mux.Handle("/"+name+"/", http.StripPrefix("/"+name+"/", http.FileServer(http.Dir(m.Dir))))
-	}
-	return mux
-}
 
 // corpus is the corpus served over http and https, and one guarded browser whose policy reads
 // both origins.
@@ -108,7 +42,7 @@ type corpus struct {
 
 func startCorpus(t testing.TB, rt *bridge.Runtime) *corpus {
 	t.Helper()
-	h := site(t)
+	h := realweb.Handler(t)
 	c := &corpus{plain: httptest.NewServer(h)}
 	c.secure, c.ca = testutil.NewTLSServer(h)
 	t.Cleanup(func() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
+	"github.com/browser-agent/browser-agent/tests/realweb"
 	"github.com/mxschmitt/playwright-go"
 )
 
@@ -67,7 +68,7 @@ var readerLoss = map[string]bool{}
 // person sees, is in what the model gets.
 func TestLibraryPages(t *testing.T) {
 	c := startCorpus(t, rt)
-	names := libraryPages(t)
+	names := realweb.LibraryPages(t)
 	if len(names) < 40 {
 		t.Fatalf("%d library pages, want at least 40", len(names))
 	}
@@ -105,7 +106,7 @@ func TestManualPages(t *testing.T) {
 	c := startCorpus(t, rt)
 	// Each page once, the schemes alternating (both are held to every page in BenchmarkRealWeb):
 	// a long Sphinx page takes seconds to prove.
-	for i, path := range manualPages() {
+	for i, path := range realweb.ManualPages() {
 		scheme := schemes[i%len(schemes)]
 		t.Run(scheme+path, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -179,10 +180,10 @@ func BenchmarkRealWeb(b *testing.B) {
 	pp := plainPage(b)
 	type page struct{ path, marker string }
 	var pages []page
-	for _, n := range libraryPages(b) {
+	for _, n := range realweb.LibraryPages(b) {
 		pages = append(pages, page{"/pages/" + n + ".html", "RW-" + n + "-ok"})
 	}
-	for _, p := range manualPages() {
+	for _, p := range realweb.ManualPages() {
 		pages = append(pages, page{p, ""})
 	}
 	// REALWEB_PAGES=/python/ reads only the pages whose path holds it (several: a,b,...);

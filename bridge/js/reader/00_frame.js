@@ -5,7 +5,8 @@
 //
 // opts: {closedCount, frameIds, textCap, linkCap, fieldCap, minFontPx}
 // handles: closedCount closed shadow roots (resolved by the bridge over CDP, since page script
-//          cannot reach them either), then one frame owner element per frameIds entry.
+//          cannot reach them either), then one frame owner element per frameIds entry, then
+//          (mode read) opts.nodeCount elements whose own visible text is asked for (nodeTexts).
 // Returns {title, heading (the first visible h1), text, links: [{text, href}], fields: [{label, value}], frames: [frameId]}; text
 // holds "\uE000<frameId>\uE001" where a visible child frame sits.
 //

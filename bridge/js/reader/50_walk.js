@@ -84,6 +84,9 @@
     }
     const block = isBlock(s);
     const brk = block ? (PARA.has(tag) ? '\u2029' : '\n') : '';
+    // An element the caller asked about (opts.nodeCount): where its text starts and ends in out.
+    const span = st.spans && st.spans.get(el);
+    if (span) span[0] = out.length;
     st.emit(out, brk);
     if (s.display === 'table-cell') st.emit(out, ' ');
     let link = null;
@@ -119,6 +122,7 @@
     }
     if (s.display === 'table-cell') st.emit(out, ' ');
     st.emit(out, brk);
+    if (span) span[1] = out.length;
   };
 
   const norm = (t) => t.replace(/[\s\u2029]+/g, ' ').trim();
@@ -148,8 +152,17 @@
   main.links = [];
   main.frames = [];
   main.structures = [];
+  // The elements the caller asked about, after the frame owners: the walk notes each one's span.
+  main.spans = new Map();
+  const askedNodes = [];
+  for (let i = 0; i < (opts.nodeCount | 0); i++) {
+    const el = handles[(opts.closedCount | 0) + (opts.frameIds || []).length + i];
+    askedNodes.push(el);
+    if (el && el.nodeType === 1) main.spans.set(el, [-1, -1]);
+  }
   const out = [];
   walk(doc.body || root, out, main);
+  const mainOut = out;
   const raw = out.join('');
   // join: what goes between the text earlier reads gave and this read's, when this read's first
   // new text follows an earlier read's last run in the same block (a paragraph whose runs two

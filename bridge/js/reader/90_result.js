@@ -50,6 +50,33 @@
     };
     visit(doc, null);
   }
+  // The elements the caller asked about (askedNodes, 50_walk.js): each one's own visible text,
+  // from its span in the walk's text (else walked alone: one the walk did not reach, or a walk
+  // cut at its cap), then, for a field, its labels' (its label elements, the elements its
+  // aria-labelledby names), by this read's verdicts; null for one not found in this document.
+  const nodeTexts = [];
+  {
+    const LABELLED = new Set(['input', 'textarea', 'select']);
+    const own = (el) => {
+      const span = main.spans.get(el);
+      if (!main.full && span && span[0] >= 0 && span[1] >= span[0]) {
+        return norm(mainOut.slice(span[0], span[1]).join('').replace(SERVED_MARKS, ''));
+      }
+      return visibleText(el, opts.textCap);
+    };
+    for (const el of askedNodes) {
+      if (!el || el.nodeType !== 1 || !el.isConnected || el.ownerDocument !== doc) { nodeTexts.push(null); continue; }
+      const texts = [own(el)];
+      if (LABELLED.has(el.localName)) {
+        for (const l of el.labels || []) texts.push(own(l));
+        for (const id of (el.getAttribute('aria-labelledby') || '').split(/\s+/)) {
+          const r = id && doc.getElementById(id);
+          if (r) texts.push(own(r));
+        }
+      }
+      nodeTexts.push(texts);
+    }
+  }
   return {
     url: String(location.href),
     title: (doc.title || '').replace(/\s+/g, ' ').trim().slice(0, 300),
@@ -65,5 +92,6 @@
     voided,
     byNode: !!proven,
     account,
+    nodeTexts: opts.nodeCount ? nodeTexts : undefined,
   };
 }
