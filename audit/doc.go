@@ -7,7 +7,7 @@
 // origin and path; rule and reason texts are cut at the first '?' or '#' and bounded in length.
 //
 // It sits on policy, beside bridge and proxy; the coordinator records through its Recorder
-// interface, and web, internal/mcpserver and internal/cli open the Store.
+// interface, and web, mcpserver and internal/cli open the Store.
 //
 // Key types: Store (Open, DefaultPath; BeginRun, AddStep, FinishRun, and for a queued run's
 // once-only begin and end ErrStarted, FinishRunOnce and InterruptRun; Runs, the spend ledger,

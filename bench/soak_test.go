@@ -20,9 +20,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/internal/mcpserver"
 	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
+	"github.com/browser-agent/browser-agent/mcpserver"
 )
 
 // BenchmarkMCPSoak is issue 49's working day in small: browser-agent mcp (the real binary) kept

@@ -3,7 +3,7 @@ package bridge
 import "slices"
 
 // LaunchArgs are the Chromium switches every session's browser gets on top of Playwright's
-// defaults, for another launcher of the same browser (the MCP guard's, internal/mcpguard).
+// defaults, for another launcher of the same browser (the MCP guard's, mcpguard).
 func LaunchArgs() []string { return slices.Clone(launchArgs) }
 
 // IsDescendant reports whether pid has ancestor among its parents (Linux /proc): the check that

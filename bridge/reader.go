@@ -48,7 +48,7 @@ func joinJS(fsys embed.FS, dir string) string {
 }
 
 // CDPSession is one DevTools session, a page's or an out-of-process frame's: what the reader
-// sends its commands on. playwright-go's CDPSession is one; internal/mcpguard adapts its own
+// sends its commands on. playwright-go's CDPSession is one; mcpguard adapts its own
 // DevTools connection to it (VisibleText).
 type CDPSession interface {
 	Send(method string, params map[string]any) (any, error)

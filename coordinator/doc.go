@@ -5,11 +5,11 @@
 // It sits above policy, browse and audit, and knows no browser: it drives any Browser, whose
 // pages, chunks, links, fields and errors are package browse's (a bridge session behind the
 // egress proxy in production, internal/testkit/browsertest in tests), and records through a Recorder
-// (the audit store). runner, web, internal/mcpserver and internal/cli run it.
+// (the audit store). runner, web, mcpserver and internal/cli run it.
 //
 // Key types: Coordinator (New; Run runs a task, StartSession serves tool calls one at a time for
 // MCP), Model (the model behind the tools; coordinator/openai, coordinator/offline, Script for
-// scripted runs), Browser and Launcher (the one launcher type: web, internal/mcpserver and
+// scripted runs), Browser and Launcher (the one launcher type: web, mcpserver and
 // internal/cli take one), RunArgs and Result (Status, Answer, Evidence, Steps), Step (one tool
 // call: the audit's step record plus Simulated; its JSON is the one view of a step), Evidence,
 // and Preset (a ready-made task; front ends take presets as data).

@@ -4,7 +4,7 @@
 // time, runs per visitor per hour, a daily model-spend cap after which a recorded real run plays,
 // failing closed when the spend ledger cannot be read).
 //
-// It sits near the top, beside internal/mcpserver: it runs the coordinator with a guarded browser
+// It sits near the top, beside mcpserver: it runs the coordinator with a guarded browser
 // per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it
 // and hands it the demo as data (WithPresets, WithFieldOrder, WithRecordings: demo-site/presets), so web knows no
 // site (internal/layering holds it to that). The side panel's render.js (the renderer

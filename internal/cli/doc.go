@@ -2,7 +2,7 @@
 // setup. cmd/browser-agent is a thin main around Main.
 //
 // It is the top layer: it reads flags and files, opens the audit store, launches the guarded
-// browser (internal/guarded) and hands them to the coordinator, web or internal/mcpserver. Bad
+// browser (internal/guarded) and hands them to the coordinator, web or mcpserver. Bad
 // input gets an ExitError naming what was wrong, before anything starts.
 //
 // Key types: Main (the entry point), ExitError (an exit code and its message), RunConfig and

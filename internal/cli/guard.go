@@ -5,8 +5,8 @@ import (
 	"os"
 
 	"github.com/browser-agent/browser-agent/audit"
-	"github.com/browser-agent/browser-agent/internal/mcpguard"
-	"github.com/browser-agent/browser-agent/internal/mcpserver"
+	"github.com/browser-agent/browser-agent/mcpguard"
+	"github.com/browser-agent/browser-agent/mcpserver"
 )
 
 // guardCmd is "browser-agent guard [--policy FILE] [--db FILE] [--http ADDR] -- COMMAND [ARGS...]".

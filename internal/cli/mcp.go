@@ -14,7 +14,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/internal/mcpserver"
+	"github.com/browser-agent/browser-agent/mcpserver"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

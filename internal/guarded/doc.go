@@ -2,7 +2,7 @@
 // every request, behind the run's own egress proxy, which decides it again at the network layer.
 //
 // It joins the two enforcing layers, bridge and proxy, under the coordinator: Browser is a
-// coordinator.Browser. web, internal/mcpserver and internal/cli launch through it.
+// coordinator.Browser. web, mcpserver and internal/cli launch through it.
 //
 // Key types: Browser (Launch, LaunchOn a shared bridge.Runtime, LaunchWith proxy options) and
 // ErrBrowserExited.

@@ -19,7 +19,7 @@
 //	4  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
 //	   behind its own egress proxy), runner (running a run: one task, warm browsers, the queue's
 //	   jobs, recordings; used by serve, worker and record)
-//	5  the servers, web (serve) and internal/mcpserver, internal/mcpguard (MCP), and, beside them at
+//	5  the servers, web (serve) and mcpserver, mcpguard (MCP), and, beside them at
 //	   the edge, the demo: demo-site and demo-site/presets, which no server imports
 //	6  internal/cli (every subcommand; it hands the demo's presets, recorded
 //	   runs and policy to web)

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/internal/mcpguard"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
+	"github.com/browser-agent/browser-agent/mcpguard"
 	"github.com/browser-agent/browser-agent/tests/realweb"
 )
 

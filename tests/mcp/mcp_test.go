@@ -15,8 +15,8 @@ import (
 
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/internal/mcpserver"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
+	"github.com/browser-agent/browser-agent/mcpserver"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/browser-agent/browser-agent/coordinator"
-	"github.com/browser-agent/browser-agent/internal/mcpserver"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
+	"github.com/browser-agent/browser-agent/mcpserver"
 )
 
 // checkNote asserts that a result says a new browser session started because the last one ended

@@ -18,8 +18,8 @@ import (
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
-	"github.com/browser-agent/browser-agent/internal/mcpserver"
 	"github.com/browser-agent/browser-agent/internal/testkit/browsertest"
+	"github.com/browser-agent/browser-agent/mcpserver"
 	"github.com/browser-agent/browser-agent/policy"
 )
 

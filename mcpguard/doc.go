@@ -68,7 +68,7 @@
 // credential field is read through the upstream's evaluate in the page's world (a page that lies
 // there is still caught once the field holds a value: the result is withheld).
 //
-// It sits beside internal/mcpserver, on proxy, internal/wall, bridge (credential detection, launch
+// It sits beside mcpserver, on proxy, internal/wall, bridge (credential detection, launch
 // flags), policy and audit;
 // internal/cli's guard starts it.
 //
