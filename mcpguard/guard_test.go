@@ -60,8 +60,9 @@ func TestSnapshotRefs(t *testing.T) {
 }
 
 // TestVetWithoutPage covers the decisions taken from the arguments alone: keys, submit, line
-// breaks, selectors, files. Ordinary inputs pass; a key that only moves still needs the page read
-// for a card field (payment.go), and with no page to read it is refused.
+// breaks, selectors, files. Ordinary inputs pass. In write mode a key that only moves still needs
+// the page read for a card field (payment.go), and with no page to read it is refused; read-only
+// mode reads no page for it.
 func TestVetWithoutPage(t *testing.T) {
 	g := &Guard{shown: map[string]string{}}
 	for _, tc := range []struct {
@@ -72,9 +73,9 @@ func TestVetWithoutPage(t *testing.T) {
 		{"browser_press_key", map[string]any{"key": "Enter"}, RuleKey},
 		{"browser_press_key", map[string]any{"key": "Control+Enter"}, RuleKey},
 		{"browser_press_key", map[string]any{"key": "a"}, RuleKey},
-		{"browser_press_key", map[string]any{"key": "ArrowDown"}, RuleCardPage},
-		{"browser_press_key", map[string]any{"key": "PageDown"}, RuleCardPage},
-		{"browser_press_key", map[string]any{"key": "Tab"}, RuleCardPage},
+		{"browser_press_key", map[string]any{"key": "ArrowDown"}, ""},
+		{"browser_press_key", map[string]any{"key": "PageDown"}, ""},
+		{"browser_press_key", map[string]any{"key": "Tab"}, ""},
 		{"browser_type", map[string]any{"target": "e1", "text": "x", "submit": true}, RuleSubmit},
 		{"browser_type", map[string]any{"target": "e1", "text": "x\n"}, RuleSubmit},
 		{"browser_click", map[string]any{"target": "#submit"}, RuleRef},
@@ -93,6 +94,21 @@ func TestVetWithoutPage(t *testing.T) {
 		if got != tc.rule {
 			t.Errorf("vet(%s, %v):\n\tgot  %q\n\twant %q", tc.tool, tc.args, got, tc.rule)
 		}
+	}
+}
+
+// TestVetWithoutPageWriteMode: in write mode a page-changing call needs the page's fields read
+// first (a card field refuses it); with no page to read, it is refused.
+func TestVetWithoutPageWriteMode(t *testing.T) {
+	g := &Guard{shown: map[string]string{}, holds: &approvals{}}
+	for _, k := range []string{"ArrowDown", "PageDown", "Tab"} {
+		v := g.vet(t.Context(), "browser_press_key", map[string]any{"key": k})
+		if v == nil || v.rule != RuleCardPage {
+			t.Errorf("write mode, key %s with no page: %+v, want a %s refusal", k, v, RuleCardPage)
+		}
+	}
+	if v := g.vet(t.Context(), "browser_snapshot", map[string]any{}); v != nil {
+		t.Errorf("write mode, browser_snapshot: %+v, want it to pass", v)
 	}
 }
 

@@ -131,8 +131,11 @@ var pageChanging = []string{"browser_click", "browser_type", "browser_select_opt
 
 // vetPayment decides a page-changing call against the payment rules; target is the role and name
 // the guard's own snapshot gives the call's ref ("" for a key press).
+//
+// They are the write mode's: in read-only mode the network refuses every write, so no call can
+// commit money, and read-only mode stays as it was (no field read before each call).
 func (g *Guard) vetPayment(ctx context.Context, name, target string) *verdict {
-	if !slices.Contains(pageChanging, name) {
+	if g.holds == nil || !slices.Contains(pageChanging, name) {
 		return nil
 	}
 	if name == "browser_click" {
