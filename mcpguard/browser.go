@@ -216,19 +216,33 @@ func (t *tail) String() string {
 
 var _ io.Writer = (*tail)(nil)
 
-// pageURLs are the URLs of the pages open in the guard's own browser (its CDP session's view).
-func (b *browser) pageURLs(ctx context.Context) ([]string, error) {
+// targetInfo is one target of the guard's browser (a page, a frame of another process, a worker)
+// as Target.getTargets lists it.
+type targetInfo struct {
+	ID   string `json:"targetId"`
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// targets are the targets of the guard's browser, as its CDP session sees them.
+func (b *browser) targets(ctx context.Context) ([]targetInfo, error) {
 	var r struct {
-		TargetInfos []struct {
-			Type string `json:"type"`
-			URL  string `json:"url"`
-		} `json:"targetInfos"`
+		TargetInfos []targetInfo `json:"targetInfos"`
 	}
 	if err := b.cdp.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
 		return nil, err
 	}
+	return r.TargetInfos, nil
+}
+
+// pageURLs are the URLs of the pages open in the guard's own browser (its CDP session's view).
+func (b *browser) pageURLs(ctx context.Context) ([]string, error) {
+	tis, err := b.targets(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, ti := range r.TargetInfos {
+	for _, ti := range tis {
 		if ti.Type == "page" {
 			out = append(out, ti.URL)
 		}
@@ -270,25 +284,26 @@ func (b *browser) fields(ctx context.Context, all bool) ([]field, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var r struct {
-		TargetInfos []struct {
-			ID   string `json:"targetId"`
-			Type string `json:"type"`
-		} `json:"targetInfos"`
-	}
-	if err := b.cdp.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
+	return readAll[field](ctx, b, expr)
+}
+
+// readAll evaluates expr, which answers a list of T, in the guard's isolated world of every frame
+// of every page (targetRead), and joins the lists.
+func readAll[T any](ctx context.Context, b *browser, expr string) ([]T, error) {
+	tis, err := b.targets(ctx)
+	if err != nil {
 		return nil, err
 	}
-	var out []field
-	for _, ti := range r.TargetInfos {
+	var out []T
+	for _, ti := range tis {
 		if ti.Type != "page" && ti.Type != "iframe" {
 			continue
 		}
-		fs, err := b.targetFields(ctx, ti.ID, expr)
+		ts, err := targetRead[T](ctx, b, ti.ID, expr)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, fs...)
+		out = append(out, ts...)
 	}
 	return out, nil
 }
@@ -307,12 +322,6 @@ func (t frameTree) ids() []string {
 		out = append(out, c.ids()...)
 	}
 	return out
-}
-
-// targetFields reads the frames of one target (a page, or a frame of another site in its own
-// process) in the guard's isolated world.
-func (b *browser) targetFields(ctx context.Context, target, expr string) ([]field, error) {
-	return targetRead[field](ctx, b, target, expr)
 }
 
 // targetRead evaluates expr, which answers a list of T, in the guard's isolated world of every

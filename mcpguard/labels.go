@@ -58,27 +58,7 @@ type formField struct {
 
 // forms are the forms of every frame of every page in the guard's browser.
 func (b *browser) forms(ctx context.Context) ([]pageForm, error) {
-	var r struct {
-		TargetInfos []struct {
-			ID   string `json:"targetId"`
-			Type string `json:"type"`
-		} `json:"targetInfos"`
-	}
-	if err := b.cdp.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
-		return nil, err
-	}
-	var out []pageForm
-	for _, ti := range r.TargetInfos {
-		if ti.Type != "page" && ti.Type != "iframe" {
-			continue
-		}
-		fs, err := targetRead[pageForm](ctx, b, ti.ID, formsJS)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fs...)
-	}
-	return out, nil
+	return readAll[pageForm](ctx, b, formsJS)
 }
 
 // heldLabel is what the page says of one field of a held write.

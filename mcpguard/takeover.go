@@ -342,22 +342,16 @@ func (t *takeover) frame(w http.ResponseWriter, r *http.Request) {
 // onTab runs f on a DevTools session attached to the tab the person is shown: the page the
 // client's last result named, else the one page that is not blank.
 func (t *takeover) onTab(ctx context.Context, f func(session string) error) error {
-	var r struct {
-		TargetInfos []struct {
-			ID   string `json:"targetId"`
-			Type string `json:"type"`
-			URL  string `json:"url"`
-		} `json:"targetInfos"`
-	}
 	cdp := t.g.browser.cdp
-	if err := cdp.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
+	tis, err := t.g.browser.targets(ctx)
+	if err != nil {
 		return err
 	}
 	t.mu.Lock()
 	want := t.page
 	t.mu.Unlock()
 	var named, other []string
-	for _, ti := range r.TargetInfos {
+	for _, ti := range tis {
 		switch {
 		case ti.Type != "page":
 		case want != "" && ti.URL == want:

@@ -411,19 +411,13 @@ const proofTime = 30 * time.Second
 // own browser: the one tab showing pageURL (none, or more than one, is an error: the caller
 // withholds), with its out-of-process frames.
 func (b *browser) visibleText(ctx context.Context, pageURL string) (*visibleText, error) {
-	var r struct {
-		TargetInfos []struct {
-			ID   string `json:"targetId"`
-			Type string `json:"type"`
-			URL  string `json:"url"`
-		} `json:"targetInfos"`
-	}
-	if err := b.cdp.call(ctx, "", "Target.getTargets", nil, &r); err != nil {
+	tis, err := b.targets(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var page string
 	var frames []string
-	for _, ti := range r.TargetInfos {
+	for _, ti := range tis {
 		switch {
 		case ti.Type == "page" && ti.URL == pageURL:
 			if page != "" {
