@@ -361,19 +361,11 @@ type personBrowser struct {
 
 func launchPersonBrowser(t *testing.T, https bool) *personBrowser {
 	t.Helper()
-	dir := t.TempDir()
-	args := []string{"--headless", "--remote-debugging-port=0", "--user-data-dir=" + dir, "--no-first-run"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--no-sandbox")
-	}
+	args := []string{"--remote-debugging-port=0"}
 	if https {
 		args = append(args, "--ignore-certificate-errors")
 	}
-	cmd := exec.Command(testbrowser.Chromium(), append(args, "about:blank")...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	dir := testbrowser.Process(t, "about:blank", args...)
 	var port, path string
 	testutil.Eventually(30*time.Second, func() bool {
 		b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))

@@ -18,7 +18,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mxschmitt/playwright-go"
 
@@ -208,4 +210,44 @@ func RunWithBinary(m *testing.M, bin *string) int {
 	defer done()
 	*bin = path
 	return m.Run()
+}
+
+// Process starts Chromium itself (not through the driver), headless, on a fresh profile, with
+// args and then url, for a test that needs the browser's own DevTools port. It returns the
+// profile directory. At the test's end the whole process group is killed and the profile
+// removed: the browser's children (renderers, the GPU and network services) outlive a kill of
+// the browser alone and go on writing into the profile, which failed t.TempDir's cleanup.
+func Process(t testing.TB, url string, args ...string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "testbrowser-profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{"--headless", "--user-data-dir=" + dir, "--no-first-run"}, args...)
+	if os.Geteuid() == 0 {
+		args = append(args, "--no-sandbox") // Chromium as root runs only without its sandbox
+	}
+	cmd := exec.Command(Chromium(), append(args, url)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		// A killed child may finish the write it was in; the removal is tried again briefly.
+		for i := 0; ; i++ {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if i == 50 {
+				t.Errorf("remove the profile: %v", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	return dir
 }
