@@ -5,11 +5,13 @@
 package realweb
 
 import (
+	"bytes"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
@@ -72,10 +74,32 @@ func Handler(t testing.TB) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/lib/", http.StripPrefix("/lib/", http.FileServer(http.Dir(libDir()))))
-	mux.Handle("/pages/", http.StripPrefix("/pages/", http.FileServer(http.Dir(pagesDir()))))
+	mux.Handle("/pages/", http.StripPrefix("/pages/", pageServer{http.FileServer(http.Dir(pagesDir()))}))
 	for _, name := range []string{"python", "postgresql"} {
 		m := testutil.ManualByName(t, name)
 		mux.Handle("/"+name+"/", http.StripPrefix("/"+name+"/", http.FileServer(http.Dir(m.Dir))))
 	}
 	return mux
+}
+
+// A library page's file holds only what is its own: its head's elements, a line "<body>", and
+// its body. pageServer serves it in the document every page shares (pageHead, pageTail); any
+// other file (a fragment, data) as it is.
+type pageServer struct{ files http.Handler }
+
+const (
+	pageHead = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	pageTail = "</body></html>\n"
+)
+
+func (ps pageServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := filepath.Join(pagesDir(), filepath.FromSlash(filepath.Clean("/"+r.URL.Path)))
+	b, err := os.ReadFile(name)
+	head, body, ok := bytes.Cut(b, []byte("\n<body>\n"))
+	if err != nil || !strings.HasSuffix(name, ".html") || !ok {
+		ps.files.ServeHTTP(w, r)
+		return
+	}
+	doc := pageHead + string(head) + "\n</head>\n<body>\n" + string(body) + pageTail
+	http.ServeContent(w, r, filepath.Base(name), time.Time{}, strings.NewReader(doc))
 }
