@@ -183,9 +183,11 @@ func Sanitize(st Step) Step {
 	return st
 }
 
-// migrations is the schema history, oldest first. Migration i brings the database to version i+1,
-// recorded in PRAGMA user_version. Never edit a migration that has shipped; append a new one. The
-// SQL is literal on purpose: it is history, and must not change when a constant does.
+// migrations is the schema history of the audit tables (runs, steps, spend), oldest first.
+// Migration i brings the database to version i+1, recorded in PRAGMA user_version. Never edit a
+// migration that has shipped; append a new one (4 was emptied when the tables it created moved to
+// the package that uses them: see there). The SQL is literal on purpose: it is history, and must
+// not change when a constant does.
 var migrations = []string{
 	// 1: runs and steps.
 	`CREATE TABLE runs (
@@ -233,23 +235,12 @@ var migrations = []string{
 	ALTER TABLE steps ADD COLUMN recorded_at TEXT NOT NULL DEFAULT '';
 	CREATE INDEX runs_status ON runs (status);`,
 
-	// 4: the live demo's limits across restarts: a salt that keys visitor hashes (no address is
-	// stored), each visitor's runs, and the runs waiting in the queue (web/internal/demostate).
-	`CREATE TABLE demo_salt (
-		salt BLOB NOT NULL
-	);
-	CREATE TABLE demo_visits (
-		visitor TEXT NOT NULL,
-		at      TEXT NOT NULL,
-		live    INTEGER NOT NULL DEFAULT 1
-	);
-	CREATE INDEX demo_visits_at ON demo_visits (at);
-	CREATE TABLE demo_queue (
-		id        TEXT PRIMARY KEY,
-		visitor   TEXT NOT NULL,
-		preset    TEXT NOT NULL DEFAULT '',
-		queued_at TEXT NOT NULL
-	);`,
+	// 4: empty. It created the live demo's tables (demo_salt, demo_visits, demo_queue), which the
+	// demo now creates itself when missing (web/internal/demostate), with the same definitions:
+	// databases of schema 4 and later keep the tables and their rows, and one built now has them
+	// once the demo opens it. The slot stays, so that a version means the same audit tables in
+	// every database.
+	``,
 
 	// 5: the kind of a run (run or mcp) and, for mcp, the client that made the calls.
 	`ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';

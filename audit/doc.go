@@ -13,6 +13,7 @@
 // once-only begin and end ErrStarted, FinishRunOnce and InterruptRun; Runs, the spend ledger,
 // Check and RecoverCrashed after a crash), Run and Step (the rows), WriteError (a store that
 // cannot be written, saying what to do) and SchemaError; SQL (Store.SQL), the database in the
-// store's dialect for a package's own tables: the live demo's visit log (web/internal/demostate),
-// whose tables' schema is in this package's migration history.
+// store's dialect for a package's own tables, which that package creates: the live demo's visit
+// log (web/internal/demostate). The migrations here create only the audit tables (runs, steps,
+// spend).
 package audit

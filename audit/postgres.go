@@ -43,8 +43,11 @@ func RedactURL(dsn string) string {
 	return dsn[:i+3] + user + rest[at:]
 }
 
-// pgMigrations is the PostgreSQL schema history (table audit_schema holds the version). Version
-// 1 is SQLite's schema 6 in one step. Never edit a migration that has shipped; append a new one.
+// pgMigrations is the PostgreSQL schema history of the audit tables (table audit_schema holds the
+// version). Version 1 is SQLite's schema 6 in one step, less the live demo's tables: it created
+// them until the demo took them over (web/internal/demostate creates them when missing, with the
+// same definitions; databases of version 1 and later keep them and their rows). Never edit a
+// migration that has shipped otherwise; append a new one.
 var pgMigrations = []string{
 	`CREATE TABLE runs (
 		id                TEXT PRIMARY KEY,
@@ -88,22 +91,7 @@ var pgMigrations = []string{
 		day TEXT NOT NULL,
 		usd DOUBLE PRECISION NOT NULL
 	);
-	CREATE INDEX spend_day ON spend (day);
-	CREATE TABLE demo_salt (
-		salt BYTEA NOT NULL
-	);
-	CREATE TABLE demo_visits (
-		visitor TEXT NOT NULL,
-		at      TEXT NOT NULL,
-		live    INTEGER NOT NULL DEFAULT 1
-	);
-	CREATE INDEX demo_visits_at ON demo_visits (at);
-	CREATE TABLE demo_queue (
-		id        TEXT PRIMARY KEY,
-		visitor   TEXT NOT NULL,
-		preset    TEXT NOT NULL DEFAULT '',
-		queued_at TEXT NOT NULL
-	);`,
+	CREATE INDEX spend_day ON spend (day);`,
 
 	// 2: SQLite's 7, the model turns of a run.
 	`ALTER TABLE runs ADD COLUMN model_turns BIGINT NOT NULL DEFAULT 0;`,

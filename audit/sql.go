@@ -8,8 +8,8 @@ import (
 // SQL is the audit database for the tables another package keeps in it (the live demo's visit
 // log: web/internal/demostate), in the store's dialect: statements are written with '?'
 // placeholders, rebound to $1, $2, ... on PostgreSQL, and Postgres says which dialect to write
-// where the two differ. Such a package owns its statements; its tables' schema is in this
-// package's migrations (the history every existing database was built by).
+// where the two differ. Such a package owns its statements and its tables' schema: it creates
+// them itself, for this package's migrations create only the audit tables.
 type SQL struct{ db dbx }
 
 // SQL returns the store's database for another package's tables.

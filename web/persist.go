@@ -15,14 +15,18 @@ import (
 // WhyRestarted ends a run that was waiting in the queue when the server stopped.
 const WhyRestarted = "the server restarted before this run started; start it again"
 
-// restore reads the visit log, when there is one: the salt of visitor hashes, the visits of the
-// window and the runs left in the queue by the last process (they end, saying why).
+// restore opens the visit log, when there is one, and reads it: the salt of visitor hashes, the
+// visits of the window and the runs left in the queue by the last process (they end, saying why).
 func (s *Server) restore() error {
-	if s.visitLog == nil {
+	if s.visitDB == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var err error
+	if s.visitLog, err = demostate.Open(ctx, *s.visitDB); err != nil {
+		return err
+	}
 	salt, err := s.visitLog.Salt(ctx)
 	if err != nil {
 		return err

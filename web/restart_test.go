@@ -71,7 +71,11 @@ func TestRestartKeepsCounts(t *testing.T) {
 	s1.Close()
 
 	// No address is stored: every visitor in the log is a 32-hex hash, none the address.
-	vs, err := demostate.New(store.SQL()).VisitsSince(t.Context(), time.Time{})
+	l, err := demostate.Open(t.Context(), store.SQL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := l.VisitsSince(t.Context(), time.Time{})
 	if err != nil || len(vs) == 0 {
 		t.Fatalf("visits: %v, %v", vs, err)
 	}

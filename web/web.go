@@ -21,9 +21,9 @@ import (
 
 // WithVisitLog keeps what the limits count in the audit database db (audit.Store.SQL), so that
 // it survives a restart: each visitor's runs (under a salted hash, never the address) and the
-// runs waiting in the queue (web/internal/demostate).
+// runs waiting in the queue (web/internal/demostate, which New lets create its tables there).
 func WithVisitLog(db audit.SQL) Option {
-	return func(s *Server) { s.visitLog = demostate.New(db) }
+	return func(s *Server) { s.visitDB = &db }
 }
 
 // Limits are the public-run limits. A zero field takes its default (DefaultLimits).
@@ -166,8 +166,9 @@ type Server struct {
 	modelName  string
 	rec        coordinator.Recorder
 	ledger     runner.Ledger
-	visitLog   *demostate.Log
-	salt       []byte // keys visitor hashes when there is a visit log
+	visitDB    *audit.SQL     // WithVisitLog's database; New opens visitLog in it
+	visitLog   *demostate.Log // nil without WithVisitLog
+	salt       []byte         // keys visitor hashes when there is a visit log
 	clock      func() time.Time
 	limits     Limits
 	trusted    []netip.Prefix

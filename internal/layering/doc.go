@@ -15,7 +15,7 @@
 //	3  coordinator (the run: tools, checks, evidence; a Browser interface in browse's words: no
 //	   bridge package among its dependencies), internal/testkit/browsertest, internal/testkit/testbrowser,
 //	   internal/queue (the run queue on River, on the audit store's database),
-//	   web/internal/demostate (the live demo's visit log, in the audit store's database)
+//	   web/internal/demostate (the live demo's visit log and its tables, in the audit store's database)
 //	4  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
 //	   behind its own egress proxy), runner (running a run: one task, warm browsers, the queue's
 //	   jobs, recordings; used by serve, worker and record)

@@ -15,8 +15,15 @@ import (
 // Log is the demo's state in the audit database db.
 type Log struct{ db audit.SQL }
 
-// New returns the demo's state kept in db (audit.Store.SQL).
-func New(db audit.SQL) *Log { return &Log{db: db} }
+// Open returns the demo's state kept in db (audit.Store.SQL), creating its tables there when
+// missing: the audit store creates only its own, so a database that only runs and workers used
+// has none until the demo opens it.
+func Open(ctx context.Context, db audit.SQL) (*Log, error) {
+	if err := createTables(ctx, db); err != nil {
+		return nil, err
+	}
+	return &Log{db: db}, nil
+}
 
 // Salt returns the database's random salt for visitor hashes, creating it on first use.
 func (l *Log) Salt(ctx context.Context) ([]byte, error) {

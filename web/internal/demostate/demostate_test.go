@@ -21,7 +21,11 @@ func open(t *testing.T, dsn string) (*audit.Store, *demostate.Log) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, demostate.New(s.SQL())
+	l, err := demostate.Open(t.Context(), s.SQL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l
 }
 
 // TestDemoLimitsSurviveReopen: the salt, the visits and the queue are read back after the store
