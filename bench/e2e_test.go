@@ -152,12 +152,29 @@ func BenchmarkLookup(b *testing.B) {
 func benchLookup(b *testing.B, opts ...bridge.Option) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
+	lookupOn(b, ctx, lookupSite(b).URL, nil, nil, opts...)
+}
+
+// lookupSite starts the demo site the lookup preset reads (seed 1, the default records), closed
+// at the benchmark's end.
+func lookupSite(b testing.TB) *demosite.Server {
+	b.Helper()
+	srv, err := demosite.Start(context.Background(), "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Close()
-	lookupOn(b, ctx, srv.URL, nil, nil, opts...)
+	b.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// playwrightMCP is Playwright MCP's server (@playwright/mcp's cli.js, installed with npm ci in
+// bench/playwright-mcp), or "" when it is not installed.
+func playwrightMCP() string {
+	p := filepath.Join(testbrowser.RepoRoot(), "bench", "playwright-mcp", "node_modules", "@playwright", "mcp", "cli.js")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 // plainPage starts plain playwright-go (no policy, proxy or checks): the driver and a headless

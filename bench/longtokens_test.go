@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -63,9 +62,8 @@ func BenchmarkLongPageTokens(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, file, _, _ := runtime.Caller(0)
-	pwMCP := filepath.Join(filepath.Dir(file), "playwright-mcp", "node_modules", "@playwright", "mcp", "cli.js")
-	if _, err := os.Stat(pwMCP); err != nil {
+	pwMCP := playwrightMCP()
+	if pwMCP == "" {
 		b.Fatalf("Playwright MCP not installed: cd bench/playwright-mcp && npm ci --ignore-scripts")
 	}
 	bin := agentBinary(b)

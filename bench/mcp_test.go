@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -36,31 +35,18 @@ import (
 //
 // Each iteration runs the three sides one after the other, so that they share the machine's load.
 func BenchmarkMCP(b *testing.B) {
-	ctx := context.Background()
-	site, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer site.Close()
+	site := lookupSite(b)
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "browser-agent")
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Clean(filepath.Join(filepath.Dir(file), ".."))
-	build := exec.Command("go", "build", "-o", bin, "./cmd/browser-agent")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := agentBinary(b)
 	// The demo policy with room for the warm loop's steps.
 	pol := strings.Replace(string(demosite.PolicyYAML(site.URL)), "max_steps: 20", "max_steps: 200", 1)
 	polFile := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(polFile, []byte(pol), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	pwMCP := filepath.Join(root, "bench", "playwright-mcp", "node_modules", "@playwright", "mcp", "cli.js")
-	if _, err := os.Stat(pwMCP); err != nil {
+	pwMCP := playwrightMCP()
+	if pwMCP == "" {
 		b.Logf("Playwright MCP not installed (cd bench/playwright-mcp && npm ci --ignore-scripts): timing plain playwright-go only")
-		pwMCP = ""
 	}
 	// The lookup preset's three pages: the search, the record, the second registry's entry.
 	const id = "SYN-0042"

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -36,21 +35,9 @@ import (
 // Needs bench/playwright-mcp installed (cd bench/playwright-mcp && npm ci --ignore-scripts) for the
 // peer; without it only ours is counted.
 func BenchmarkLookupTokens(b *testing.B) {
-	ctx := context.Background()
-	site, err := demosite.Start(ctx, "127.0.0.1:0", "127.0.0.1:0", demosite.Options{Seed: 1, Records: demosite.DefaultRecords})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer site.Close()
+	site := lookupSite(b)
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "browser-agent")
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Clean(filepath.Join(filepath.Dir(file), ".."))
-	build := exec.Command("go", "build", "-o", bin, "./cmd/browser-agent")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := agentBinary(b)
 	polYAML := demosite.PolicyYAML(site.URL)
 	polFile := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(polFile, polYAML, 0o600); err != nil {
@@ -61,10 +48,9 @@ func BenchmarkLookupTokens(b *testing.B) {
 		b.Fatal(err)
 	}
 	const task = "Look up SYN-0042"
-	pwMCP := filepath.Join(root, "bench", "playwright-mcp", "node_modules", "@playwright", "mcp", "cli.js")
-	if _, err := os.Stat(pwMCP); err != nil {
+	pwMCP := playwrightMCP()
+	if pwMCP == "" {
 		b.Logf("Playwright MCP not installed (cd bench/playwright-mcp && npm ci --ignore-scripts): counting ours only")
-		pwMCP = ""
 	}
 	var ours coordinator.Usage
 	var oursResults, peerResults int
@@ -72,7 +58,7 @@ func BenchmarkLookupTokens(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command(bin, "run", "--task", task, "--policy", polFile, "--json", "--db", filepath.Join(dir, fmt.Sprintf("a%d.db", i)),
 			"--transcript", filepath.Join(dir, "transcript.jsonl"))
-		cmd.Dir = root
+		cmd.Dir = testbrowser.RepoRoot()
 		cmd.Env = append(os.Environ(), "BROWSER_AGENT_DRIVER_DIR="+testbrowser.DriverDir())
 		out, err := cmd.Output()
 		var res struct {

@@ -78,14 +78,7 @@ func TestReaderHonestWebFonts(t *testing.T) {
 				n += nonSpace(p)
 			}
 		}
-		p, err := s.Open(ctxT(t), visURL("<style>"+css.String()+"</style>"+body.String(), ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := p.Text
-		if p.More {
-			text += readAll(t, s)[len(p.Text):]
-		}
+		text := openAll(t, s, visURL("<style>"+css.String()+"</style>"+body.String(), ""))
 		end, err := s.Read(ctxT(t), len(text))
 		if err != nil {
 			t.Fatal(err)
@@ -134,14 +127,7 @@ func TestReaderFontGlyphs(t *testing.T) {
 		}
 		body.WriteString("</p>")
 	}
-	p, err := s.Open(ctxT(t), visURL("<style>"+css.String()+"</style>"+body.String(), ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := p.Text
-	if p.More {
-		text += readAll(t, s)[len(p.Text):]
-	}
+	text := openAll(t, s, visURL("<style>"+css.String()+"</style>"+body.String(), ""))
 	bad := 0
 	for i, f := range fonts {
 		var miss []string

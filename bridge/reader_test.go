@@ -14,6 +14,19 @@ import (
 )
 
 // readAll reads every chunk of the open page.
+// openAll opens url in s and returns the page's whole text: the first chunk and every one after.
+func openAll(t *testing.T, s *Session, url string) string {
+	t.Helper()
+	p, err := s.Open(ctxT(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.More {
+		return p.Text
+	}
+	return p.Text + readAll(t, s)[len(p.Text):]
+}
+
 func readAll(t *testing.T, s *Session) string {
 	t.Helper()
 	var b strings.Builder

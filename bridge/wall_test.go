@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,24 +47,6 @@ func wallBypass(host string) []string {
 	}
 }
 
-// resolverWrapper is a Chromium that resolves names through dns, the canary's address: it runs
-// the real one in a mount namespace of its own where /etc/resolv.conf names only dns.
-func resolverWrapper(t *testing.T, dns string) string {
-	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "resolv.conf")
-	if err := os.WriteFile(conf, []byte("nameserver "+dns+"\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sh := filepath.Join(dir, "chromium")
-	script := fmt.Sprintf("#!/bin/sh\nexec unshare -m --propagation private /bin/sh -c 'mount --bind %s /etc/resolv.conf && exec %s \"$@\"' sh \"$@\"\n",
-		conf, testRT.cfg.chromium)
-	if err := os.WriteFile(sh, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return sh
-}
-
 // TestWall is the operating system's wall against a browser that ignores its proxy: Chromium
 // launched exactly as a session's (its executable, flags, proxy and wall: Session.command and
 // launchOptions) but without the bridge's route and scripts, and with flags that send the
@@ -79,7 +60,7 @@ func TestWall(t *testing.T) {
 	}
 	host := testutil.HostIPv4(t)
 	can := testutil.NewCanaries(t, "wall-canary")
-	chromium := resolverWrapper(t, host)
+	chromium := testutil.ResolverWrapper(t, host, testRT.cfg.chromium)
 	tcpPort, udpPort := can.TCPPort(), can.UDPPort()
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -135,29 +116,12 @@ func TestWall(t *testing.T) {
 				}
 				title, _ := page.Title()
 				t.Logf("%s after launch and load: %s", time.Since(start).Round(time.Millisecond), title)
-				var hits map[string][]string
 				if mode == policy.WallOff {
 					// The control: every kind reaches its canary (DNS retries; wait for all).
-					seen := map[string][]string{}
-					testutil.Eventually(15*time.Second, func() bool {
-						for k, v := range can.Take() {
-							seen[k] = append(seen[k], v...)
-						}
-						return len(seen) == 3
-					})
-					for _, k := range []string{"tcp", "dns", "udp"} {
-						if len(seen[k]) == 0 {
-							t.Errorf("control: the page's %s did not reach its canary: the test cannot see the wall (got %v)", k, seen)
-						}
-					}
-					time.Sleep(time.Second) // late retries land in no other subtest
-					can.Take()
+					can.Reached(t)
 					return
 				}
-				time.Sleep(time.Second) // datagrams still in flight
-				if hits = can.Take(); len(hits) > 0 {
-					t.Errorf("walled browser reached the canaries: %v", hits)
-				}
+				can.Unreached(t, "walled browser")
 			})
 		}
 	}

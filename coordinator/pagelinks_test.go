@@ -117,11 +117,12 @@ func TestPageReadCredential(t *testing.T) {
 }
 
 // soFarPages is a browser that proves a long page a chunk at a time (coordinator.SoFar): so far,
-// only the first link and field; the rest come with list_links and extract_fields.
+// only the first link and field until the page is whole; the rest come with list_links and
+// extract_fields.
 type soFarPages struct {
 	*browsertest.Pages
-	whole bool
-	calls int // LinksSoFar and FieldsSoFar calls
+	whole bool // the page is proven whole
+	calls int  // LinksSoFar and FieldsSoFar calls
 }
 
 func (b *soFarPages) LinksSoFar(ctx context.Context) ([]browse.Link, bool, error) {

@@ -218,42 +218,22 @@ func TestOpenURLLengthArgs(t *testing.T) {
 	}
 }
 
-// provenPages is a browser that proves a page as it is read (coordinator.SoFar): its links and
-// fields so far are the whole page's once a read has reached the page's end, and only the first
-// of each before.
-type provenPages struct {
-	*browsertest.Pages
-	end bool // a read reached the page's end
-}
+// provenPages is a browser that proves a page as it is read (coordinator.SoFar): soFarPages
+// whose page counts as whole once a read has reached the page's end.
+type provenPages struct{ soFarPages }
 
 func (b *provenPages) Open(ctx context.Context, url string) (browse.Page, error) {
 	p, err := b.Pages.Open(ctx, url)
-	b.end = err == nil && !p.More
+	b.whole = err == nil && !p.More
 	return p, err
 }
 
 func (b *provenPages) Read(ctx context.Context, offset int) (browse.Chunk, error) {
 	c, err := b.Pages.Read(ctx, offset)
 	if err == nil && !c.More {
-		b.end = true
+		b.whole = true
 	}
 	return c, err
-}
-
-func (b *provenPages) LinksSoFar(ctx context.Context) ([]browse.Link, bool, error) {
-	ls, err := b.Links(ctx)
-	if b.end {
-		return ls, true, err
-	}
-	return ls[:1], false, err
-}
-
-func (b *provenPages) FieldsSoFar(ctx context.Context) ([]browse.Field, bool, error) {
-	fs, err := b.Fields(ctx)
-	if b.end {
-		return fs, true, err
-	}
-	return fs[:1], false, err
 }
 
 // TestOpenURLLengthSoFar: the fields and links an open_url result carries are those of the part
@@ -274,11 +254,11 @@ func TestOpenURLLengthSoFar(t *testing.T) {
 		{`{"url":"` + rec + `","length":2500}`, 1, true, 1},
 		{`{"url":"` + rec + `","length":65536}`, 2, false, 2},
 	} {
-		b := &provenPages{Pages: browsertest.NewPages(map[string]browsertest.Page{rec: {
+		b := &provenPages{soFarPages{Pages: browsertest.NewPages(map[string]browsertest.Page{rec: {
 			Title: "SYN-0042", Text: longPage(100),
 			Links:  []browse.Link{{Text: "SYN-0001", URL: origin + "/records/SYN-0001"}, {Text: "Registry B", URL: origin + "/sources/b/SYN-0042"}},
 			Fields: []browse.Field{{Label: "Record ID", Value: "SYN-0042"}, {Label: "Status", Value: "Active"}},
-		}})}
+		}})}}
 		b.Chunk = 1000
 		model := &recordingModel{Model: script(call(coordinator.ToolOpenURL, tc.args), answer("SYN-0042", map[string]string{"Record ID": "SYN-0042"}, rec))}
 		res := coordinator.New(pol).Run(t.Context(), coordinator.RunArgs{Task: "Look up SYN-0042", Model: model, Browser: b})

@@ -63,24 +63,6 @@ pc.createDataChannel("x");
 pc.createOffer().then(o => pc.setLocalDescription(o));
 </script>`
 
-// resolverWrapper is a Chromium that resolves names through dns (the canary): it runs the real
-// one in a mount namespace of its own where /etc/resolv.conf names only dns.
-func resolverWrapper(t *testing.T, dns string) string {
-	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "resolv.conf")
-	if err := os.WriteFile(conf, []byte("nameserver "+dns+"\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sh := filepath.Join(dir, "chromium")
-	script := fmt.Sprintf("#!/bin/sh\nexec unshare -m --propagation private /bin/sh -c 'mount --bind %s /etc/resolv.conf && exec %s \"$@\"' sh \"$@\"\n",
-		conf, testbrowser.Chromium())
-	if err := os.WriteFile(sh, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return sh
-}
-
 // connectGuard is an MCP client of g, in memory.
 func connectGuard(t *testing.T, g *Guard) *mcp.ClientSession {
 	t.Helper()
@@ -123,7 +105,7 @@ func TestGuardWall(t *testing.T) {
 	cli := playwrightMCP(t)
 	host := testutil.HostIPv4(t)
 	can := testutil.NewCanaries(t, "wall-canary")
-	chromium := resolverWrapper(t, host)
+	chromium := testutil.ResolverWrapper(t, host, testbrowser.Chromium())
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, wallPage, host, can.TCPPort(), can.UDPPort(), strings.TrimPrefix(r.URL.Path, "/wall/"))
@@ -178,26 +160,10 @@ func TestGuardWall(t *testing.T) {
 					if g.BrowserPID() != 0 {
 						t.Errorf("wall off: the guard launched a browser (pid %d)", g.BrowserPID())
 					}
-					seen := map[string][]string{}
-					testutil.Eventually(15*time.Second, func() bool {
-						for k, v := range can.Take() {
-							seen[k] = append(seen[k], v...)
-						}
-						return len(seen) == 3
-					})
-					for _, k := range []string{"tcp", "dns", "udp"} {
-						if len(seen[k]) == 0 {
-							t.Errorf("control: the page's %s did not reach its canary: the test cannot see the wall (got %v)", k, seen)
-						}
-					}
-					time.Sleep(time.Second)
-					can.Take()
+					can.Reached(t)
 					return
 				}
-				time.Sleep(time.Second) // datagrams still in flight
-				if hits := can.Take(); len(hits) > 0 {
-					t.Errorf("walled guard browser reached the canaries: %v", hits)
-				}
+				can.Unreached(t, "walled guard browser")
 				// The page Playwright MCP opened is in the browser the guard launched, behind the wall.
 				if g.browser == nil {
 					t.Fatal("the guard launched no browser")

@@ -2,10 +2,7 @@ package proxy
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 
@@ -20,12 +17,7 @@ import (
 func TestHold(t *testing.T) {
 	up := newSignInUpstream(t, false)
 	tlsUp := newSignInUpstream(t, true)
-	site := "read: [/, /search, \"/records/{id}\"]"
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    %s\n  - origin: %s\n    %s\n", up.URL, site, tlsUp.URL, site)
-	pol, err := policy.Parse([]byte(src), "hold.yaml")
-	if err != nil {
-		t.Fatalf("%s\n%v", src, err)
-	}
+	pol := twoSitePolicy(t, "hold.yaml", "read: [/, /search, \"/records/{id}\"]", up, tlsUp)
 	var mu sync.Mutex
 	var held []Held
 	approve := map[string]bool{} // digests a person approved
@@ -53,15 +45,7 @@ func TestHold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			do := func(c *http.Client, method, path, body string) (int, string) {
 				t.Helper()
-				req, _ := http.NewRequest(method, tc.up.URL+path, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatalf("%s %s: %v", method, path, err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return resp.StatusCode, resp.Header.Get(HeaderError)
+				return sendForm(t, c, method, tc.up.URL+path, body)
 			}
 			const form = "q=tea&from=2026-12-24"
 			for i, m := range []string{"POST", "PUT", "PATCH"} {
@@ -110,7 +94,7 @@ func TestHold(t *testing.T) {
 			mu.Lock()
 			before := len(held)
 			mu.Unlock()
-			for _, w := range []struct{ method, path, reason string }{
+			expectRefused(t, "with the hold", func(method, path, body string) (int, string) { return do(tc.c, method, path, body) }, form, []refusal{
 				{"POST", "/other", policy.ReasonNoRule},
 				{"POST", "/checkout", policy.ReasonWriteWord},
 				{"POST", "/search?next=delete", policy.ReasonWriteWord},
@@ -119,11 +103,7 @@ func TestHold(t *testing.T) {
 				{"DELETE", "/records/1", policy.ReasonWriteMethod},
 				{"DELETE", "/search", policy.ReasonWriteMethod},
 				{"OPTIONS", "/search", policy.ReasonWriteMethod},
-			} {
-				if st, why := do(tc.c, w.method, w.path, form); st != 403 || why != w.reason {
-					t.Errorf("%s %s: %d %q, want 403 %q", w.method, w.path, st, why, w.reason)
-				}
-			}
+			})
 			mu.Lock()
 			if len(held) != before {
 				t.Errorf("%d refused writes were held, want 0", len(held)-before)

@@ -39,6 +39,47 @@ func newSignInUpstream(t *testing.T, tlsServer bool) *signInUpstream {
 	return up
 }
 
+// twoSitePolicy is the policy giving site (the lines of a site's entry after its origin) to both
+// upstreams, the plain and the TLS one.
+func twoSitePolicy(t *testing.T, name, site string, up, tlsUp *signInUpstream) *policy.Policy {
+	t.Helper()
+	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    %s\n  - origin: %s\n    %s\n", up.URL, site, tlsUp.URL, site)
+	pol, err := policy.Parse([]byte(src), name)
+	if err != nil {
+		t.Fatalf("%s\n%v", src, err)
+	}
+	return pol
+}
+
+// sendForm sends body as a form with method to url through c, and returns the status and the
+// proxy's refusal reason (HeaderError).
+func sendForm(t *testing.T, c *http.Client, method, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get(HeaderError)
+}
+
+// refusal is a write the proxy must refuse, and the reason it must give.
+type refusal struct{ method, path, reason string }
+
+// expectRefused sends each write in ws with body through do and fails the test unless each is
+// refused (403) for its reason; when says in which state.
+func expectRefused(t *testing.T, when string, do func(method, path, body string) (int, string), body string, ws []refusal) {
+	t.Helper()
+	for _, w := range ws {
+		if st, why := do(w.method, w.path, body); st != 403 || why != w.reason {
+			t.Errorf("%s %s %s: %d %q, want 403 %q", w.method, w.path, when, st, why, w.reason)
+		}
+	}
+}
+
 func (up *signInUpstream) count() int {
 	up.mu.Lock()
 	defer up.mu.Unlock()
@@ -51,12 +92,7 @@ func (up *signInUpstream) count() int {
 func TestSignInLease(t *testing.T) {
 	up := newSignInUpstream(t, false)
 	tlsUp := newSignInUpstream(t, true)
-	site := "read: [/, /login, \"/records/{id}\"]\n    signin: {routes: [/login], methods: [POST]}"
-	src := fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    %s\n  - origin: %s\n    %s\n", up.URL, site, tlsUp.URL, site)
-	pol, err := policy.Parse([]byte(src), "signin.yaml")
-	if err != nil {
-		t.Fatalf("%s\n%v", src, err)
-	}
+	pol := twoSitePolicy(t, "signin.yaml", "read: [/, /login, \"/records/{id}\"]\n    signin: {routes: [/login], methods: [POST]}", up, tlsUp)
 	rec := &recorder{}
 	p := startProxy(t, pol, append(rec.options(), WithUpstreamRoots(tlsUp.Certificate()))...)
 	httpC := authClient(p)
@@ -70,15 +106,7 @@ func TestSignInLease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			do := func(method, path, body string) (int, string) {
 				t.Helper()
-				req, _ := http.NewRequest(method, tc.up.URL+path, strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				resp, err := tc.c.Do(req)
-				if err != nil {
-					t.Fatalf("%s %s: %v", method, path, err)
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				return resp.StatusCode, resp.Header.Get(HeaderError)
+				return sendForm(t, tc.c, method, tc.up.URL+path, body)
 			}
 			const form = "user=demo&password=hunter2"
 			// Before the lease: a write like any other.
@@ -94,18 +122,14 @@ func TestSignInLease(t *testing.T) {
 				t.Errorf("upstream writes %q, want exactly the sign-in POST with its body", tc.up.writes)
 			}
 			// Under the lease every other write is still denied.
-			for _, w := range []struct{ method, path, reason string }{
+			expectRefused(t, "under the lease", do, form, []refusal{
 				{"POST", "/records/1", policy.ReasonNoRule},
 				{"POST", "/login/", policy.ReasonNoRule},
 				{"POST", "/login?next=delete", policy.ReasonWriteWord},
 				{"PUT", "/login", policy.ReasonWriteMethod},
 				{"DELETE", "/login", policy.ReasonWriteMethod},
 				{"POST", "/", policy.ReasonNoRule},
-			} {
-				if st, why := do(w.method, w.path, form); st != 403 || why != w.reason {
-					t.Errorf("%s %s under the lease: %d %q, want 403 %q", w.method, w.path, st, why, w.reason)
-				}
-			}
+			})
 			// A GET still may not carry a body under the lease.
 			if st, why := do("GET", "/records/1", "x=1"); st != 403 || why != ReasonBody {
 				t.Errorf("GET with a body under the lease: %d %q, want 403 %q", st, why, ReasonBody)

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
+	"github.com/browser-agent/browser-agent/internal/testkit/chattest"
 )
 
 // fakeOpenAI is an OpenAI-compatible Chat Completions server whose "model" is the offline planner:
@@ -26,22 +25,6 @@ type fakeOpenAI struct {
 
 const fakeKey = "sk-test-fake-key-0d9e"
 
-type oaMessage struct {
-	Role       string       `json:"role"`
-	Content    any          `json:"content"`
-	ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string       `json:"tool_call_id,omitempty"`
-}
-
-type oaToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
 func newFakeOpenAI(t *testing.T) *fakeOpenAI {
 	f := &fakeOpenAI{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,12 +38,8 @@ func newFakeOpenAI(t *testing.T) *fakeOpenAI {
 			http.NotFound(w, r)
 			return
 		}
-		var req struct {
-			Model    string      `json:"model"`
-			Messages []oaMessage `json:"messages"`
-			Tools    []any       `json:"tools"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		req, err := chattest.ReadRequest(r.Body)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -68,40 +47,12 @@ func newFakeOpenAI(t *testing.T) *fakeOpenAI {
 			http.Error(w, fmt.Sprintf(`{"error":{"message":"want 5 tools, got %d"}}`, len(req.Tools)), http.StatusBadRequest)
 			return
 		}
-		var msgs []coordinator.Message
-		for _, m := range req.Messages {
-			cm := coordinator.Message{Role: m.Role, ToolCallID: m.ToolCallID}
-			if s, ok := m.Content.(string); ok {
-				cm.Content = s
-			}
-			for _, tc := range m.ToolCalls {
-				cm.ToolCalls = append(cm.ToolCalls, coordinator.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
-			}
-			msgs = append(msgs, cm)
-		}
-		turn, err := offline.New().Next(context.Background(), msgs, nil)
+		turn, err := offline.New().Next(context.Background(), req.Messages, nil)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		out := map[string]any{"role": "assistant", "content": turn.Message.Content}
-		finish := "stop"
-		if len(turn.Message.ToolCalls) > 0 {
-			var calls []map[string]any
-			for _, tc := range turn.Message.ToolCalls {
-				calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
-					"function": map[string]any{"name": tc.Name, "arguments": string(tc.Args)}})
-			}
-			out["tool_calls"] = calls
-			out["content"] = nil
-			finish = "tool_calls"
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-test", "object": "chat.completion", "created": 1764480000, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "message": out, "finish_reason": finish}},
-			"usage":   map[string]any{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
-		})
+		chattest.WriteTurn(w, "chatcmpl-test", req.Model, turn)
 	}))
 	t.Cleanup(f.Close)
 	return f

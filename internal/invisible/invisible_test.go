@@ -3,44 +3,9 @@ package invisible
 import (
 	"strings"
 	"testing"
+
+	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
-
-// tags spells s in Unicode tag characters (ASCII smuggling).
-func tags(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		b.WriteRune(0xE0000 + r)
-	}
-	return b.String()
-}
-
-// zeroWidthBits encodes s as bits of ZWSP (0) and ZWNJ (1) between Latin letters' neighbours.
-func zeroWidthBits(s string) string {
-	var b strings.Builder
-	for _, c := range []byte(s) {
-		for i := 7; i >= 0; i-- {
-			if c>>i&1 == 1 {
-				b.WriteRune('\u200C')
-			} else {
-				b.WriteRune('\u200B')
-			}
-		}
-	}
-	return b.String()
-}
-
-// selectors encodes s as variation selectors after one emoji ("emoji smuggling").
-func selectors(s string) string {
-	var b strings.Builder
-	for _, c := range []byte(s) {
-		if c < 16 {
-			b.WriteRune(0xFE00 + rune(c))
-		} else {
-			b.WriteRune(0xE0100 + rune(c-16))
-		}
-	}
-	return b.String()
-}
 
 // The attacks: each hides a sentence no person sees; none of its letters may survive.
 func TestStripAttacks(t *testing.T) {
@@ -48,13 +13,13 @@ func TestStripAttacks(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 	}{
-		{"tag sentence after a paragraph", "The record is filed." + tags(hidden), "The record is filed."},
-		{"tag sentence inside a link text", "Next" + tags(hidden) + " page", "Next page"},
-		{"tag run after a black flag but not a flag", "\U0001F3F4" + tags(hidden) + "\U000E007F", "\U0001F3F4"},
-		{"zero-width bits", "Total" + zeroWidthBits(hidden) + ": 42", "Total: 42"},
+		{"tag sentence after a paragraph", "The record is filed." + testutil.Tags(hidden), "The record is filed."},
+		{"tag sentence inside a link text", "Next" + testutil.Tags(hidden) + " page", "Next page"},
+		{"tag run after a black flag but not a flag", "\U0001F3F4" + testutil.Tags(hidden) + "\U000E007F", "\U0001F3F4"},
+		{"zero-width bits", "Total" + testutil.ZeroWidthBits(hidden) + ": 42", "Total: 42"},
 		{"zero-width joiners between Latin letters", "a\u200Db\u200Dc", "abc"},
-		{"variation selectors after an emoji", "ok \U0001F600" + selectors(hidden), "ok \U0001F600"},
-		{"variation selectors after a letter", "x" + selectors(hidden), "x"},
+		{"variation selectors after an emoji", "ok \U0001F600" + testutil.Selectors(hidden), "ok \U0001F600"},
+		{"variation selectors after a letter", "x" + testutil.Selectors(hidden), "x"},
 		{"right-to-left override", "Pay \u202E0008\u202C now", "Pay  now"},
 		{"left-to-right override to the end", "Value: \u202D12345", "Value: "},
 		{"word joiners and BOM", "\uFEFFA\u2060B\u2061C\u2062D\u2063E\u2064", "ABCDE"},

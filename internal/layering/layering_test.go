@@ -24,7 +24,7 @@ var layers = map[string]int{
 	"bridge/internal/genreader": 2,
 	"bridge":                    2, "proxy": 2, "audit": 2,
 	"coordinator": 3, "internal/testkit/browsertest": 3, "internal/testkit/testbrowser": 3, "internal/queue": 3, "web/internal/demostate": 3,
-	"coordinator/offline": 4, "coordinator/openai": 4, "internal/guarded": 4, "runner": 4,
+	"coordinator/offline": 4, "internal/testkit/chattest": 4, "coordinator/openai": 4, "internal/guarded": 4, "runner": 4,
 	"web": 5, "mcpserver": 5, "mcpguard": 5, "demo-site": 5, "demo-site/presets": 5,
 	"internal/cli":      6,
 	"cmd/browser-agent": 7, "cmd/demo-site": 7, "bench": 7, "bench/plaincold": 7, "examples/wiki": 7,

@@ -1,8 +1,8 @@
 package adversarial
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/testkit/chattest"
 )
 
 // pacedKey is the API key the guarded run sends to a case's model server.
@@ -48,59 +49,22 @@ func startPacedModel(t *testing.T, script string, pace time.Duration) *pacedMode
 			http.Error(w, `{"error":{"message":"not this"}}`, http.StatusNotFound)
 			return
 		}
-		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Role       string `json:"role"`
-				Content    any    `json:"content"`
-				ToolCallID string `json:"tool_call_id"`
-				ToolCalls  []struct {
-					ID       string `json:"id"`
-					Function struct{ Name, Arguments string }
-				} `json:"tool_calls"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(body, &req); err != nil {
+		req, err := chattest.ReadRequest(bytes.NewReader(body))
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
-		}
-		var msgs []coordinator.Message
-		for _, rm := range req.Messages {
-			cm := coordinator.Message{Role: rm.Role, ToolCallID: rm.ToolCallID}
-			if s, ok := rm.Content.(string); ok {
-				cm.Content = s
-			}
-			for _, tc := range rm.ToolCalls {
-				cm.ToolCalls = append(cm.ToolCalls, coordinator.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
-			}
-			msgs = append(msgs, cm)
 		}
 		select {
 		case <-time.After(pace):
 		case <-r.Context().Done():
 			return
 		}
-		turn, err := play.Next(context.Background(), msgs, nil)
+		turn, err := play.Next(context.Background(), req.Messages, nil)
 		if err != nil {
 			http.Error(w, `{"error":{"message":"the script ran out"}}`, http.StatusBadRequest)
 			return
 		}
-		out := map[string]any{"role": "assistant", "content": turn.Message.Content}
-		finish := "stop"
-		if len(turn.Message.ToolCalls) > 0 {
-			var calls []map[string]any
-			for _, tc := range turn.Message.ToolCalls {
-				calls = append(calls, map[string]any{"id": tc.ID, "type": "function",
-					"function": map[string]any{"name": tc.Name, "arguments": string(tc.Args)}})
-			}
-			out["tool_calls"], out["content"], finish = calls, nil, "tool_calls"
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-paced", "object": "chat.completion", "created": 1764480000, "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "message": out, "finish_reason": finish}},
-			"usage":   map[string]any{"prompt_tokens": 1000, "completion_tokens": 50, "total_tokens": 1050},
-		})
+		chattest.WriteTurn(w, "chatcmpl-paced", req.Model, turn)
 	}))
 	t.Cleanup(m.Close)
 	return m

@@ -1,7 +1,6 @@
 package guard_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
 
@@ -201,20 +199,7 @@ func testGuardBooking(t *testing.T, scheme string) {
 	})
 	t.Run("audit: a row per hold, decision and release; no body, no value", func(t *testing.T) {
 		g.cs.Close()
-		store, err := audit.Open(g.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		ctx := context.Background()
-		runs, err := store.Runs(ctx, 10)
-		if err != nil || len(runs) != 1 {
-			t.Fatalf("runs: %v %v, want one", runs, err)
-		}
-		_, steps, err := store.Run(ctx, runs[0].ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, steps := g.auditRun(t)
 		count := map[string]int{}
 		for _, st := range steps {
 			if st.Tool != "hold" {

@@ -179,6 +179,27 @@ func (c *client) with(t *testing.T) *client {
 	return &d
 }
 
+// auditRun is the one run c's audit store holds, and its steps (the session closed first, so
+// that the store has every row).
+func (c *client) auditRun(t *testing.T) (audit.Run, []audit.Step) {
+	t.Helper()
+	store, err := audit.Open(c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	runs, err := store.Runs(ctx, 10)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v %v, want one", runs, err)
+	}
+	run, steps, err := store.Run(ctx, runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, steps
+}
+
 func upstreamArgs() []string {
 	return []string{playwrite, "--headless", "--isolated", "--executable-path", testbrowser.Chromium(), "--no-sandbox"}
 }
@@ -454,22 +475,9 @@ func testGuard(t *testing.T, scheme string) {
 	})
 	t.Run("audit", func(t *testing.T) {
 		g.cs.Close()
-		store, err := audit.Open(g.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		ctx := context.Background()
-		runs, err := store.Runs(ctx, 10)
-		if err != nil || len(runs) != 1 {
-			t.Fatalf("runs: %v %v, want one", runs, err)
-		}
-		if runs[0].Kind != audit.KindGuard {
-			t.Errorf("run kind %q, want %q", runs[0].Kind, audit.KindGuard)
-		}
-		_, steps, err := store.Run(ctx, runs[0].ID)
-		if err != nil {
-			t.Fatal(err)
+		run, steps := g.auditRun(t)
+		if run.Kind != audit.KindGuard {
+			t.Errorf("run kind %q, want %q", run.Kind, audit.KindGuard)
 		}
 		var rules, proxyDenied []string
 		for _, st := range steps {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 )
@@ -170,6 +169,20 @@ func personTypes(t *testing.T, page string, at [2]float64, text string) {
 	}
 }
 
+// personSignsIn is the person, holding the lease, signing in: the email and the password typed,
+// Sign in clicked, and the sign-in POST seen by the site.
+func personSignsIn(t *testing.T, g *client, s *signInSite, page string) {
+	t.Helper()
+	personTypes(t, page, emailAt, person)
+	personTypes(t, page, passwordAt, secret)
+	if st := wheel(t, page, "input", map[string]any{"kind": "click", "x": buttonAt[0], "y": buttonAt[1]}); st != http.StatusNoContent {
+		t.Fatalf("the person's click on Sign in: status %d, want 204", st)
+	}
+	if !testutil.Eventually(15*time.Second, func() bool { return s.count("POST /session") > 0 }) {
+		t.Fatalf("the person's sign-in POST did not reach the site under the lease\nstderr:\n%s", g.stderr)
+	}
+}
+
 func TestGuardTakeoverHTTP(t *testing.T)  { testGuardTakeover(t, "http") }
 func TestGuardTakeoverHTTPS(t *testing.T) { testGuardTakeover(t, "https") }
 
@@ -223,14 +236,7 @@ func testGuardTakeover(t *testing.T, scheme string) {
 		if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("the live view: status %d, %d bytes, want a PNG", resp.StatusCode, len(b))
 		}
-		personTypes(t, page, emailAt, person)
-		personTypes(t, page, passwordAt, secret)
-		if st := wheel(t, page, "input", map[string]any{"kind": "click", "x": buttonAt[0], "y": buttonAt[1]}); st != http.StatusNoContent {
-			t.Fatalf("the person's click on Sign in: status %d, want 204", st)
-		}
-		if !testutil.Eventually(15*time.Second, func() bool { return s.count("POST /session") > 0 }) {
-			t.Fatalf("the person's sign-in POST did not reach the site under the lease\nstderr:\n%s", g.stderr)
-		}
+		personSignsIn(t, g, s, page)
 		s.mu.Lock()
 		got := s.body
 		s.mu.Unlock()
@@ -294,20 +300,7 @@ func testGuardTakeover(t *testing.T, scheme string) {
 		if e := g.stderr.String(); strings.Contains(e, secret) || strings.Contains(e, person) {
 			t.Errorf("what the person typed reached the guard's stderr")
 		}
-		store, err := audit.Open(g.db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
-		ctx := context.Background()
-		runs, err := store.Runs(ctx, 10)
-		if err != nil || len(runs) != 1 {
-			t.Fatalf("runs: %v %v, want one", runs, err)
-		}
-		_, steps, err := store.Run(ctx, runs[0].ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, steps := g.auditRun(t)
 		var begins, ends, allowed, denied int
 		for _, st := range steps {
 			if strings.Contains(st.Reason, secret) || strings.Contains(st.Reason, person) {
@@ -424,9 +417,9 @@ func (p *personBrowser) call(t *testing.T, session, method string, params map[st
 	}
 }
 
-// types clicks at (fractions of the viewport of the tab showing url) and inserts text, as the
-// guard's takeover does.
-func (p *personBrowser) types(t *testing.T, url string, at [2]float64, text string) {
+// attach attaches to the tab showing url and returns the DevTools session; the test fails when no
+// tab shows it.
+func (p *personBrowser) attach(t *testing.T, url string) string {
 	t.Helper()
 	var targets struct {
 		Infos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
@@ -443,16 +436,24 @@ func (p *personBrowser) types(t *testing.T, url string, at [2]float64, text stri
 	}
 	var att struct{ SessionID string }
 	json.Unmarshal(p.call(t, "", "Target.attachToTarget", map[string]any{"targetId": id, "flatten": true}), &att)
+	return att.SessionID
+}
+
+// types clicks at (fractions of the viewport of the tab showing url) and inserts text, as the
+// guard's takeover does.
+func (p *personBrowser) types(t *testing.T, url string, at [2]float64, text string) {
+	t.Helper()
+	session := p.attach(t, url)
 	var m struct {
 		VP struct{ ClientWidth, ClientHeight float64 } `json:"cssLayoutViewport"`
 	}
-	json.Unmarshal(p.call(t, att.SessionID, "Page.getLayoutMetrics", nil), &m)
+	json.Unmarshal(p.call(t, session, "Page.getLayoutMetrics", nil), &m)
 	x, y := at[0]*m.VP.ClientWidth, at[1]*m.VP.ClientHeight
 	for _, typ := range []string{"mousePressed", "mouseReleased"} {
-		p.call(t, att.SessionID, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": x, "y": y, "button": "left", "clickCount": 1})
+		p.call(t, session, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": x, "y": y, "button": "left", "clickCount": 1})
 	}
-	p.call(t, att.SessionID, "Input.insertText", map[string]any{"text": text})
-	p.call(t, "", "Target.detachFromTarget", map[string]any{"sessionId": att.SessionID})
+	p.call(t, session, "Input.insertText", map[string]any{"text": text})
+	p.call(t, "", "Target.detachFromTarget", map[string]any{"sessionId": session})
 }
 
 func TestGuardTakeoverControlHTTP(t *testing.T)  { testGuardTakeoverControl(t, "http") }
@@ -495,14 +496,7 @@ func testGuardTakeoverWrite(t *testing.T, scheme string) {
 	if st := wheel(t, page, "take", nil); st != http.StatusOK {
 		t.Fatalf("take the wheel: status %d, want 200", st)
 	}
-	personTypes(t, page, emailAt, person)
-	personTypes(t, page, passwordAt, secret)
-	if st := wheel(t, page, "input", map[string]any{"kind": "click", "x": buttonAt[0], "y": buttonAt[1]}); st != http.StatusNoContent {
-		t.Fatalf("the person's click on Sign in: status %d, want 204", st)
-	}
-	if !testutil.Eventually(15*time.Second, func() bool { return s.count("POST /session") > 0 }) {
-		t.Fatalf("the person's sign-in POST did not reach the site under the lease\nstderr:\n%s", g.stderr)
-	}
+	personSignsIn(t, g, s, page)
 	if st := wheel(t, page, "release", nil); st != http.StatusOK {
 		t.Fatalf("hand back: status %d, want 200", st)
 	}
@@ -522,28 +516,14 @@ func testGuardTakeoverWrite(t *testing.T, scheme string) {
 // returns its value as JSON.
 func (p *personBrowser) eval(t *testing.T, url, expr string) string {
 	t.Helper()
-	var targets struct {
-		Infos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
-	}
-	json.Unmarshal(p.call(t, "", "Target.getTargets", nil), &targets)
-	id := ""
-	for _, ti := range targets.Infos {
-		if ti.Type == "page" && ti.URL == url {
-			id = ti.TargetID
-		}
-	}
-	if id == "" {
-		t.Fatalf("no tab shows %s", url)
-	}
-	var att struct{ SessionID string }
-	json.Unmarshal(p.call(t, "", "Target.attachToTarget", map[string]any{"targetId": id, "flatten": true}), &att)
-	defer p.call(t, "", "Target.detachFromTarget", map[string]any{"sessionId": att.SessionID})
+	session := p.attach(t, url)
+	defer p.call(t, "", "Target.detachFromTarget", map[string]any{"sessionId": session})
 	var r struct {
 		Result struct {
 			Value json.RawMessage `json:"value"`
 		} `json:"result"`
 	}
-	json.Unmarshal(p.call(t, att.SessionID, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}), &r)
+	json.Unmarshal(p.call(t, session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}), &r)
 	return string(r.Result.Value)
 }
 

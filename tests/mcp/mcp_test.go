@@ -239,6 +239,19 @@ func denials(t *testing.T, cs *mcp.ClientSession, origin string) {
 }
 
 // auditRuns reads the audit store through "browser-agent audit --json".
+// runsAfterClose closes the client's session, waits for the stdio server to exit and returns the
+// audit's runs, failing t unless there are want.
+func runsAfterClose(t *testing.T, cs *mcp.ClientSession, srv *server, want int) []map[string]any {
+	t.Helper()
+	cs.Close()
+	srv.cmd.Wait()
+	runs := auditRuns(t, srv.db)
+	if len(runs) != want {
+		t.Fatalf("audit: %d runs, want %d: %v", len(runs), want, runs)
+	}
+	return runs
+}
+
 func auditRuns(t *testing.T, db string) []map[string]any {
 	t.Helper()
 	out, err := exec.Command(binary, "audit", "--json", "--db", db).Output()

@@ -92,12 +92,7 @@ func TestStdioSessionTimeRenews(t *testing.T) {
 	} else if _, ok := m[mcpserver.NoteKey]; ok {
 		t.Errorf("the note is repeated on the second call of the new session: %s", text(res))
 	}
-	cs.Close()
-	srv.cmd.Wait()
-	runs := auditRuns(t, srv.db)
-	if len(runs) != 2 {
-		t.Fatalf("audit: %d runs, want 2: %v", len(runs), runs)
-	}
+	runs := runsAfterClose(t, cs, srv, 2)
 	spent := runWith(t, runs, "session time budget ("+budget.String()+") exhausted: the browser session ended")
 	if spent == nil || spent["finished_at"] == nil || str(spent, "status") != "blocked" {
 		t.Errorf("audit: no finished blocked run ended by the time budget: %v", runs)
@@ -220,12 +215,7 @@ func TestNewSessionDropsEvidence(t *testing.T) {
 	if res, _ := call(t, cs, "new_session", ``); res.IsError {
 		t.Errorf("new_session without arguments: %s", text(res))
 	}
-	cs.Close()
-	srv.cmd.Wait()
-	runs := auditRuns(t, srv.db)
-	if len(runs) != 2 {
-		t.Fatalf("audit: %d runs, want 2: %v", len(runs), runs)
-	}
+	runs := runsAfterClose(t, cs, srv, 2)
 	// Both runs were ended by new_session; the first says answered (its last check did).
 	for _, r := range runs {
 		if !strings.HasSuffix(str(r, "reason"), "the client asked for a new session (new_session)") {

@@ -1,10 +1,14 @@
 package testutil
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Canaries listen on every address of the machine for what must not arrive (the wall's tests): a
@@ -85,4 +89,59 @@ func (c *Canaries) Take() map[string][]string {
 	out := c.hits
 	c.hits = map[string][]string{}
 	return out
+}
+
+// Reached is a wall test's positive control: it waits up to 15 s until every kind of canary
+// (tcp, dns when there is a DNS canary, udp) was reached, and fails t for each that was not (the
+// test cannot see the wall). It then waits a second and drops the late retries, so that they land
+// in no other test.
+func (c *Canaries) Reached(t testing.TB) {
+	t.Helper()
+	kinds := []string{"tcp", "udp"}
+	if c.DNS != nil {
+		kinds = []string{"tcp", "dns", "udp"}
+	}
+	seen := map[string][]string{}
+	Eventually(15*time.Second, func() bool {
+		for k, v := range c.Take() {
+			seen[k] = append(seen[k], v...)
+		}
+		return len(seen) == len(kinds)
+	})
+	for _, k := range kinds {
+		if len(seen[k]) == 0 {
+			t.Errorf("control: the page's %s did not reach its canary: the test cannot see the wall (got %v)", k, seen)
+		}
+	}
+	time.Sleep(time.Second)
+	c.Take()
+}
+
+// Unreached waits a second for datagrams still in flight, then fails t if anything reached the
+// canaries; who names what sent it.
+func (c *Canaries) Unreached(t testing.TB, who string) {
+	t.Helper()
+	time.Sleep(time.Second)
+	if hits := c.Take(); len(hits) > 0 {
+		t.Errorf("%s reached the canaries: %v", who, hits)
+	}
+}
+
+// ResolverWrapper is a script that runs chromium resolving names through dns (the DNS canary's
+// address): it runs chromium in a mount namespace of its own where /etc/resolv.conf names only
+// dns. Root only (unshare, mount).
+func ResolverWrapper(t testing.TB, dns, chromium string) string {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "resolv.conf")
+	if err := os.WriteFile(conf, []byte("nameserver "+dns+"\noptions timeout:1 attempts:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh := filepath.Join(dir, "chromium")
+	script := fmt.Sprintf("#!/bin/sh\nexec unshare -m --propagation private /bin/sh -c 'mount --bind %s /etc/resolv.conf && exec %s \"$@\"' sh \"$@\"\n",
+		conf, chromium)
+	if err := os.WriteFile(sh, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return sh
 }
