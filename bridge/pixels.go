@@ -250,19 +250,29 @@ func confirmed(a, d, d2 image.Image) image.Image {
 	})
 }
 
-// stableIn returns a2 where a3 shows what it shows, and elsewhere a colour far from a's (128 off
-// in each channel), so that a pixel counts as stable (countBand: a and a2 agree) only where a, a2
-// and a3 all agree. Shots of another size than a give a3 itself (nothing counted).
-func stableIn(a, a2, a3 image.Image) image.Image {
-	if a2.Bounds().Size() != a.Bounds().Size() || a3.Bounds().Size() != a.Bounds().Size() {
-		return a3
+// stableIn returns a2 where every later shot shows what it shows, and elsewhere a colour far
+// from a's (128 off in each channel), so that a pixel counts as stable (countBand: a and a2
+// agree) only where a, a2 and every later shot agree. Shots of another size than a give the
+// odd one itself (nothing counted).
+func stableIn(a, a2 image.Image, later ...image.Image) image.Image {
+	if a2.Bounds().Size() != a.Bounds().Size() {
+		return a2
 	}
-	pa, p2, p3 := pixOf(a), pixOf(a2), pixOf(a3)
+	ps := make([]pixels, 0, len(later))
+	for _, l := range later {
+		if l.Bounds().Size() != a.Bounds().Size() {
+			return l
+		}
+		ps = append(ps, pixOf(l))
+	}
+	pa, p2 := pixOf(a), pixOf(a2)
 	return eachPixel(a, func(x, y int) (int, int, int) {
 		r, g, b := p2.at(x, y)
-		if diff(r, g, b, p3.at3(x, y)) > pixelStable {
-			r, g, b = pa.at(x, y)
-			return (r + 128) % 256, (g + 128) % 256, (b + 128) % 256
+		for _, p := range ps {
+			if diff(r, g, b, p.at3(x, y)) > pixelStable {
+				r, g, b = pa.at(x, y)
+				return (r + 128) % 256, (g + 128) % 256, (b + 128) % 256
+			}
 		}
 		return r, g, b
 	})

@@ -207,7 +207,7 @@ func TestOtherInk(t *testing.T) {
 }
 
 // TestStableIn: A2 merged with A3 counts a pixel stable (A and the merge agree) only where A, A2
-// and A3 all agree; shots of another size count nothing.
+// and every later shot (A3, A4) agree; shots of another size count nothing.
 func TestStableIn(t *testing.T) {
 	dot := image.Point{3, 3}
 	a := canvas(8, 8)
@@ -223,6 +223,9 @@ func TestStableIn(t *testing.T) {
 	}
 	if m := stableIn(a, canvas(8, 8, dot), canvas(8, 8, dot)); stable(m, dot) {
 		t.Error("A2 and A3 drew a pixel A did not: stable")
+	}
+	if m := stableIn(a, a, a, canvas(8, 8, dot)); stable(m, dot) || !stable(m, image.Point{0, 0}) {
+		t.Error("A2 and A3 stale (like A), A4 drew a pixel: still stable")
 	}
 	if m := stableIn(a, a, canvas(4, 4)); m.Bounds().Size() == a.Bounds().Size() {
 		t.Error("A3 of another size: merged as if comparable")

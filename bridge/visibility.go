@@ -1136,15 +1136,26 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		// what the frame drew since counts as a run's. A pixel is stable only where A, A2 and
 		// A3 agree: a surface that showed its latest state in any of the later shots makes it
 		// unstable. (Seen twice under heavy load, never in CI: TestVisibilityLatePaint/first,
-		// a hidden marker read.)
+		// a hidden marker read.) And a fourth, after the frame's paint wait: A3 too can be a
+		// stale surface that looks like A (CI, load 13-25: TestVisibilityLatePaint/first, stale
+		// A2, the marker over generated content read once A2 and A3 both showed the frame's
+		// state of A). Each shot that shows the latest state unsettles what the frame drew
+		// since; two stale shots in a row, a paint wait apart, are rarer than one.
 		if !j.r.cfg.oneA2 {
 			a3, err := j.shootA(ctx, a, shootAll)
 			if err != nil {
 				return true, err
 			}
+			if err := sleepCtx(ctx, j.r.cfg.remoteWait); err != nil {
+				return true, err
+			}
+			a4, err := shootAll()
+			if err != nil {
+				return true, err
+			}
 			merged := make([]image.Image, len(a2)) // a new slice: a2 may be a's (staleA2)
 			for i := range a2 {
-				merged[i] = stableIn(a[i], a2[i], a3[i])
+				merged[i] = stableIn(a[i], a2[i], a3[i], a4[i])
 			}
 			a2 = merged
 		}

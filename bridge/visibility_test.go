@@ -632,6 +632,24 @@ new MutationObserver((recs) => {
   }
 }).observe(document.documentElement, {attributes: true, childList: true, subtree: true});
 </script>`
+	// A cover that is there only while the proof shoots D: no box when the group began, none at
+	// its end (it is gone again when the marks come off). Where it drew is its box while it was
+	// shown, which the group's watch takes as the page shows it. A white marker on white, that
+	// the cover (black) makes D differ from A where the marker is.
+	const transient = `<div style="position:relative;display:inline-block"><span style="color:#fff">{M}</span><div id=ov style="position:absolute;inset:-4px;background:#000;display:none"></div></div>
+<script>
+const ov = document.getElementById('ov');
+new MutationObserver((recs) => {
+  for (const r of recs) {
+    if (r.target === ov) continue;
+    if (r.type === 'attributes' && r.attributeName.startsWith('data-browser-agent')) ov.style.display = r.target.hasAttribute(r.attributeName) ? '' : 'none';
+    if (r.type === 'childList') {
+      for (const n of r.addedNodes) if (n.localName === 'style') ov.style.display = '';
+      for (const n of r.removedNodes) if (n.localName === 'style') ov.style.display = 'none';
+    }
+  }
+}).observe(document.documentElement, {attributes: true, childList: true, subtree: true});
+</script>`
 	const watcher = `<p>{M}</p><script>let n = 0; new MutationObserver((recs) => { n += recs.length; }).observe(document.documentElement, {attributes: true, childList: true, subtree: true});</script>`
 	for _, c := range []struct {
 		name       string
@@ -647,6 +665,8 @@ new MutationObserver((recs) => {
 		{name: "four frames, a style element with the reader's tag", four: true, body: lookalike},
 		{name: "control: two frames, look-alike, check off", skip: true, body: lookalike, want: true},
 		{name: "control: four frames, look-alike, check off", four: true, skip: true, body: lookalike, want: true},
+		{name: "two frames, a cover shown only while marked", body: transient},
+		{name: "control: two frames, transient cover, check off", skip: true, body: transient, want: true},
 		{name: "ordinary: an observer that changes nothing", body: watcher, want: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

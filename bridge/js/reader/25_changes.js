@@ -77,11 +77,13 @@
   };
   // changedRects: where the changes of records may have drawn, in the frame's page coordinates
   // (client coordinates in a child frame), the boxes of what changed now, padded by a few px, and
-  // for what has no box now its box when the group's watch began (before: boxesNow's); all:
-  // anywhere (a removed element, a style sheet, the root, the head or the body changed, something
-  // that draws outside its box, something with no box now and none known before, or too many
-  // nodes).
-  const changedRects = (records, before) => {
+  // for what has no box now its last box known (before: boxesNow's when the group's watch began,
+  // updated here with each box taken); all: anywhere (a removed element, a style sheet, the root,
+  // the head or the body changed, something that draws outside its box, something with no box
+  // now and none known before, or too many nodes). touched, when given, gets every element whose
+  // box was taken (the group's watch takes their boxes again at each change: a later change may
+  // move them).
+  const changedRects = (records, before, touched) => {
     const child = !!opts.child;
     const ox = child ? 0 : window.scrollX, oy = child ? 0 : window.scrollY;
     const PAD = 4, MAX = 400;
@@ -104,12 +106,14 @@
     const put1 = (el) => {
       const r = el.getBoundingClientRect();
       if (spills(el)) { all = true; return; }
+      if (touched) touched.add(el);
       if (r.width <= 0 || r.height <= 0) {
         const b = before && before.get(el);
         if (!b || b[2] <= 0 || b[3] <= 0) { all = true; return; }
         rects.push([b[0] - PAD, b[1] - PAD, b[2] + 2 * PAD, b[3] + 2 * PAD]);
         return;
       }
+      if (before) before.set(el, [r.left + ox, r.top + oy, r.width, r.height]);
       put(r);
     };
     const subtree = (el) => {

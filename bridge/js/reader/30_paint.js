@@ -53,10 +53,41 @@
   const marked = new WeakSet(ba ? ba.marks.map(([el]) => el).concat((ba.kidKeeps || []).map(([el]) => el)) : []);
   const ours = (r) => (r.type === 'attributes' && ((r.attributeName === BGTEXT && mine.has(r.target)) || (ba && r.attributeName === ba.attr && marked.has(r.target)))) ||
     (r.type === 'childList' && Array.from(r.addedNodes).every((n) => mine.has(n)) && Array.from(r.removedNodes).every((n) => mine.has(n)));
+  // The group's watch takes the places a change may have drawn as the page makes it (its
+  // observer is called after the task that changed the DOM, before the page draws again): an
+  // element shown and hidden again within one group (a carousel turning faster than a group is
+  // shot) drew where its box was while it was shown, and only there. Before, such an element
+  // had no box at either end of the group and voided the whole group, every group of a busy
+  // machine, and the page was withheld. Each change also takes again the box of everything an
+  // earlier change touched: an element put in view may be moved by a later change before it
+  // goes.
+  const MAX_TOUCHED = 400;
   const watchPage = () => {
     if (globalThis[TAMPER]) return;
-    const w = { seen: false, recs: [], boxes: boxesNow() };
-    const note = (rs) => { for (const r of rs) if (!ours(r)) { w.seen = true; w.recs.push(r); } };
+    const w = { seen: false, all: false, rects: [], boxes: boxesNow(), touched: new Set() };
+    const child = !!opts.child;
+    const note = (rs) => {
+      const recs = rs.filter((r) => !ours(r));
+      if (!recs.length) return;
+      w.seen = true;
+      if (w.all) return;
+      try {
+        const c = changedRects(recs, w.boxes, w.touched);
+        w.all = c.all || w.touched.size > MAX_TOUCHED;
+        w.rects.push(...c.rects);
+        const ox = child ? 0 : window.scrollX, oy = child ? 0 : window.scrollY;
+        for (const el of w.touched) {
+          const r = el.getBoundingClientRect();
+          if (r.width <= 0 || r.height <= 0) continue;
+          const b = [r.left + ox, r.top + oy, r.width, r.height], o = w.boxes.get(el);
+          if (o && o.every((x, i) => x === b[i])) continue;
+          w.boxes.set(el, b);
+          w.rects.push([b[0] - 4, b[1] - 4, b[2] + 8, b[3] + 8]);
+        }
+      } catch (e) {
+        w.all = true;
+      }
+    };
     w.mo = new MutationObserver(note);
     w.take = () => note(w.mo.takeRecords());
     for (const sc of allScopes()) w.mo.observe(sc, { subtree: true, attributes: true, childList: true, characterData: true });
@@ -70,7 +101,7 @@
     w.take();
     w.mo.disconnect();
     globalThis[TAMPER] = null;
-    return w.seen ? changedRects(w.recs, w.boxes) : null;
+    return w.seen ? { all: w.all, rects: w.rects } : null;
   };
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_RUNS) {
     if (!ba || ba.root !== root) throw new Error('runs paint: no layout of this document');
