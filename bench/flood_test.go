@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge"
+	"github.com/browser-agent/browser-agent/internal/procs"
 	"github.com/browser-agent/browser-agent/internal/testkit/testbrowser"
 	"github.com/browser-agent/browser-agent/policy"
 )
@@ -126,25 +127,7 @@ func followPeaks(pid int, every time.Duration) (stop func() procPeaks) {
 
 // descendants lists the processes whose parent chain reaches pid.
 func descendants(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			parent[n] = pp
-		}
-	}
+	parent := procs.Parents()
 	var out []int
 	for n := range parent {
 		for p, i := parent[n], 0; p > 1 && i < 64; p, i = parent[p], i+1 {

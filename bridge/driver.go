@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/mxschmitt/playwright-go"
 
+	"github.com/browser-agent/browser-agent/internal/procs"
 	"github.com/browser-agent/browser-agent/internal/wall"
 )
 
@@ -150,37 +150,9 @@ func startDriverContext(ctx context.Context, dir string, opts *playwright.RunOpt
 // children returns the pids of the live child processes of pid.
 func children(pid int) map[int]bool {
 	out := map[int]bool{}
-	for p, pp := range parents() {
+	for p, pp := range procs.Parents() {
 		if pp == pid {
 			out[p] = true
-		}
-	}
-	return out
-}
-
-// parents maps every process of the machine to its parent, from /proc.
-func parents() map[int]int {
-	ents, _ := os.ReadDir("/proc")
-	out := make(map[int]int, len(ents))
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		if pp, err := strconv.Atoi(f[1]); err == nil {
-			out[pid] = pp
 		}
 	}
 	return out
@@ -201,7 +173,7 @@ func killNewChildren(old map[int]bool) {
 // killTree kills, with SIGKILL, the processes roots and all their descendants, found at once
 // before any is killed (a killed parent's children would be adopted by another).
 func killTree(roots map[int]bool) {
-	pp := parents()
+	pp := procs.Parents()
 	kill := maps.Clone(roots)
 	for grew := true; grew; {
 		grew = false

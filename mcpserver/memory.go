@@ -1,11 +1,10 @@
 package mcpserver
 
 import (
-	"bytes"
 	"os"
-	"strconv"
 
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/internal/procs"
 )
 
 // DefaultMemoryLimit bounds the resident memory of one session's browser processes
@@ -29,12 +28,12 @@ func BrowserMemory(b coordinator.Browser) (int64, bool) {
 	if !ok || p.PID() <= 0 {
 		return 0, false
 	}
-	procs := scanProcs()
+	table := scanProcs()
 	self := os.Getpid()
 	root := p.PID()
 	// Up to this server's own child: the driver that started Chromium, when it is ours.
 	for i := 0; i < 64; i++ {
-		pr, ok := procs[root]
+		pr, ok := table[root]
 		if !ok {
 			return 0, false
 		}
@@ -43,7 +42,7 @@ func BrowserMemory(b coordinator.Browser) (int64, bool) {
 		}
 		root = pr.ppid
 	}
-	return procs.treeRSS(root), true
+	return table.treeRSS(root), true
 }
 
 // TreeMemory is the resident memory (sum of VmRSS, bytes) of pid and every process under it.
@@ -59,39 +58,8 @@ type procTable map[int]proc
 // scanProcs reads the parent and resident set of every process in /proc.
 func scanProcs() procTable {
 	out := procTable{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	page := int64(os.Getpagesize())
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the command, which may hold spaces and parentheses: state, ppid, ...
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := bytes.Fields(stat[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(string(f[1]))
-		var rss int64
-		// statm's second field is the resident set in pages: VmRSS of /proc/PID/status.
-		if statm, err := os.ReadFile("/proc/" + e.Name() + "/statm"); err == nil {
-			if g := bytes.Fields(statm); len(g) > 1 {
-				n, _ := strconv.ParseInt(string(g[1]), 10, 64)
-				rss = n * page
-			}
-		}
-		out[pid] = proc{ppid: ppid, rss: rss}
+	for pid, ppid := range procs.Parents() {
+		out[pid] = proc{ppid: ppid, rss: procs.RSS(pid)}
 	}
 	return out
 }

@@ -4,7 +4,7 @@
 // and fails on an import of a package's own layer or above, and on a package no layer names.
 //
 //	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testkit/testutil,
-//	   internal/wall (the OS network wall's launcher), internal/testkit/pgtest (a PostgreSQL server for
+//	   internal/wall (the OS network wall's launcher), internal/procs (the processes of /proc), internal/testkit/pgtest (a PostgreSQL server for
 //	   tests), web/internal/genrender, internal/layering, bridge/internal/readerjs (the constants
 //	   the bridge's page-side reader shares with Go)
 //	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
