@@ -28,24 +28,12 @@
   // the DOM (the runs' marks, the four-frame proof's style elements), and could change what the
   // next shot sees (an overlay taken away while the runs' paint is off), and a page whose timers
   // still run (the headless shell's) changes too. An observer of the reader's own, in this
-  // isolated world, records every change in every scope from the first paint change of a proof
-  // to the last; a change that is not the reader's voids the proof where it may have drawn
-  // (tampered, and changed: changedRects, 25_changes.js): the bridge counts nothing of those
-  // shots for the runs there.
+  // isolated world, records every change in every scope (everyScope, 25_changes.js) from the
+  // first paint change of a proof to the last; a change that is not the reader's voids the proof
+  // where it may have drawn (tampered, and changed: changedRects, 25_changes.js): the bridge
+  // counts nothing of those shots for the runs there.
   const TAMPER = '__browserAgentTamper';
   const PAINT_TAG = 'data-browser-agent-paint', BGTEXT = 'data-browser-agent-bgtext';
-  const allScopes = () => {
-    const out = [doc];
-    const walk = (n) => {
-      for (let c = n.firstElementChild; c; c = c.nextElementSibling) {
-        const sr = c.shadowRoot || closedRoots.get(c);
-        if (sr) { out.push(sr); walk(sr); }
-        walk(c);
-      }
-    };
-    walk(root);
-    return out;
-  };
   // The reader's own changes, by identity: the elements it marked and the style elements it made
   // (a page can give its own elements the same attribute names or tag).
   const MINE = '__browserAgentMine';
@@ -90,7 +78,7 @@
     };
     w.mo = new MutationObserver(note);
     w.take = () => note(w.mo.takeRecords());
-    for (const sc of allScopes()) w.mo.observe(sc, { subtree: true, attributes: true, childList: true, characterData: true });
+    for (const sc of everyScope()) w.mo.observe(sc, { subtree: true, attributes: true, childList: true, characterData: true });
     globalThis[TAMPER] = w;
   };
   // tampered takes the group's watch: the places its changes may have drawn ({all, rects}), or
@@ -162,7 +150,7 @@
         'text, tspan, textPath { fill: transparent !important; stroke: transparent !important; } ' +
         // Text drawn by its background (background-clip: text): that background goes too.
         '[data-browser-agent-bgtext] { background: none !important; }';
-    for (const sc of allScopes()) {
+    for (const sc of everyScope()) {
       for (const el of (opts.paint === PAINT_FOREIGN ? [] : sc.querySelectorAll('*'))) {
         if (opts.paint === PAINT_OFF) {
           const st = getComputedStyle(el);
