@@ -18,9 +18,14 @@ import (
 	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
+	"golang.org/x/sync/errgroup"
 )
 
 //go:generate go run ./internal/genreader js/reader/01_consts.js
+
+// resolveInFlight bounds the DOM.resolveNode calls in flight at once for the elements a proof
+// is asked about (WithNodeTexts).
+const resolveInFlight = 16
 
 // readerFiles is the reader's function, one file per job (js/reader/00_frame.js says how they fit).
 //
@@ -540,8 +545,10 @@ func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode st
 	}()
 	args := []map[string]any{nil}
 	asked := false
+	if ids, ok := extra["nodes"].([]int); ok && mode == readerjs.ModeRead && len(ids) > 0 {
+		asked = true // resolve runs concurrently for them (below)
+	}
 	resolve := func(backend int) string {
-		asked = true
 		var r struct {
 			Object struct {
 				ObjectID string `json:"objectId"`
@@ -559,6 +566,7 @@ func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode st
 		if cr.t != t {
 			continue
 		}
+		asked = true
 		if id := resolve(cr.backend); id != "" {
 			args = append(args, map[string]any{"objectId": id})
 			nClosed++
@@ -573,6 +581,7 @@ func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode st
 			if cdpCall(ctx, t.sess, "DOM.getFrameOwner", map[string]any{"frameId": c}, &fo) != nil || fo.BackendNodeID == 0 {
 				continue
 			}
+			asked = true
 			if id := resolve(fo.BackendNodeID); id != "" {
 				args = append(args, map[string]any{"objectId": id})
 				frameIDs = append(frameIDs, c)
@@ -583,9 +592,21 @@ func (pr *pageReader) evalFrame(ctx context.Context, v *pageView, frame, mode st
 	// resolved is passed as null.
 	nodeCount := 0
 	if ids, ok := extra["nodes"].([]int); ok && mode == readerjs.ModeRead {
-		for _, b := range ids {
+		// One round trip each, many in flight at once: a snapshot of a long page asks about
+		// thousands of elements, and one after another they cost seconds of latency.
+		objs := make([]string, len(ids))
+		var g errgroup.Group
+		g.SetLimit(resolveInFlight)
+		for i, b := range ids {
+			g.Go(func() error {
+				objs[i] = resolve(b)
+				return nil
+			})
+		}
+		g.Wait()
+		for _, id := range objs {
 			a := map[string]any{"value": nil}
-			if id := resolve(b); id != "" {
+			if id != "" {
 				a = map[string]any{"objectId": id}
 			}
 			args = append(args, a)

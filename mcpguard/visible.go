@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/browser-agent/browser-agent/bridge"
+	"golang.org/x/sync/errgroup"
 )
 
 // What the client is shown of the upstream's results: the snapshot's text only where rendering
@@ -570,28 +571,45 @@ func (s *cdpSession) refsIn(ctx context.Context, world int) (map[string]int, err
 	if err := s.c.call(ctx, s.id, "Runtime.getProperties", map[string]any{"objectId": els.Result.ObjectID, "ownProperties": true}, &props); err != nil {
 		return nil, err
 	}
-	out := map[string]int{}
-	for _, p := range props.Result {
+	// One DOM.describeNode each, many in flight at once (a long page has thousands of refs).
+	backends := make([]int, len(props.Result))
+	var g errgroup.Group
+	g.SetLimit(describeInFlight)
+	for k, p := range props.Result {
 		i, err := strconv.Atoi(p.Name)
 		if err != nil || i < 0 || i >= len(refs) || p.Value.ObjectID == "" {
 			continue
 		}
-		var d struct {
-			Node struct {
-				BackendNodeID int `json:"backendNodeId"`
-			} `json:"node"`
-		}
-		if err := s.c.call(ctx, s.id, "DOM.describeNode", map[string]any{"objectId": p.Value.ObjectID}, &d); err != nil {
+		g.Go(func() error {
+			var d struct {
+				Node struct {
+					BackendNodeID int `json:"backendNodeId"`
+				} `json:"node"`
+			}
+			if err := s.c.call(ctx, s.id, "DOM.describeNode", map[string]any{"objectId": p.Value.ObjectID}, &d); err == nil {
+				backends[k] = d.Node.BackendNodeID
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	out := map[string]int{}
+	for k, p := range props.Result {
+		i, err := strconv.Atoi(p.Name)
+		if err != nil || i < 0 || i >= len(refs) || backends[k] == 0 {
 			continue
 		}
 		if _, ok := out[refs[i]]; ok {
 			out[refs[i]] = 0 // on two elements: proven by neither
 			continue
 		}
-		out[refs[i]] = d.Node.BackendNodeID
+		out[refs[i]] = backends[k]
 	}
 	return out, nil
 }
+
+// describeInFlight bounds the DOM.describeNode calls of refsIn in flight at once.
+const describeInFlight = 16
 
 // cdpSession is one of the guard's flattened DevTools sessions as bridge.CDPSession.
 type cdpSession struct {
