@@ -309,3 +309,71 @@ func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 		b.ReportMetric(per(d), name+"-ms")
 	}
 }
+
+// BenchmarkReadAhead reads a long manual page to its end as a model does, thinking between reads
+// (300 ms, 2 s), with the session's read ahead off and on: the time of each later read, the mean
+// and the longest. BRIDGE_BENCH_PAGES=manual:path,... chooses the pages (PostgreSQL's SELECT
+// page by default).
+func BenchmarkReadAhead(b *testing.B) {
+	pages := []struct{ manual, path string }{{"postgresql", "sql-select.html"}}
+	if env := os.Getenv("BRIDGE_BENCH_PAGES"); env != "" {
+		pages = pages[:0]
+		for _, mp := range strings.Split(env, ",") {
+			m, p, ok := strings.Cut(mp, ":")
+			if !ok {
+				b.Fatalf("BRIDGE_BENCH_PAGES: %q is not manual:path", mp)
+			}
+			pages = append(pages, struct{ manual, path string }{m, p})
+		}
+	}
+	for _, pg := range pages {
+		man := testutil.ManualByName(b, pg.manual)
+		site, _, _ := testutil.ServeDir(b, man.Dir)
+		pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\", \"/_static/*?{version}\"]\n", site.URL)), "long pages")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, think := range []time.Duration{300 * time.Millisecond, 2 * time.Second} {
+			for _, ahead := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%s/think=%s/ahead=%v", pg.path, think, ahead), func(b *testing.B) {
+					ctx := context.Background()
+					lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+					s, err := testRT.Launch(lctx, pol, WithReadAhead(ahead))
+					cancel()
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					var later, longest time.Duration
+					reads := 0
+					b.ResetTimer()
+					for range b.N {
+						p, err := s.Open(ctx, site.URL+"/"+pg.path)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for off, more := p.Next, p.More; more; {
+							time.Sleep(think)
+							start := time.Now()
+							c, err := s.Read(ctx, off)
+							if err != nil {
+								b.Fatal(err)
+							}
+							d := time.Since(start)
+							later += d
+							longest = max(longest, d)
+							reads++
+							off, more = c.Next, c.More
+						}
+					}
+					b.StopTimer()
+					if reads > 0 {
+						b.ReportMetric(float64(later.Milliseconds())/float64(reads), "later-ms-mean")
+						b.ReportMetric(float64(longest.Milliseconds()), "later-ms-max")
+						b.ReportMetric(float64(reads)/float64(b.N), "later-reads")
+					}
+				})
+			}
+		}
+	}
+}

@@ -70,6 +70,7 @@ type config struct {
 	// switch (WithWithheldList).
 	withheldList bool
 	pixelTime    time.Duration // bounds the pixel phase (maxPixelTime; tests shorten it)
+	readAhead    bool          // WithReadAhead
 	// nodes are elements, by frame and backend node id, whose own visible text a proof
 	// (VisibleText) reports (WithNodeTexts).
 	nodes map[string][]int
@@ -155,8 +156,14 @@ func defaultConfig() config {
 		pixels:     true,
 		pixelTime:  maxPixelTime,
 		remoteWait: remotePaintWait,
+		readAhead:  true,
 	}
 }
+
+// WithReadAhead says whether the session proves the next part of a long page while the model
+// thinks, once a read has handed out all the text proven so far (ahead.go; on by default). What it
+// proved is served only when the page made no change since.
+func WithReadAhead(on bool) Option { return func(c *config) { c.readAhead = on } }
 
 // WithDriverDir sets the Playwright driver directory (the one holding package/ and node). Without
 // it the bridge tries $BROWSER_AGENT_DRIVER_DIR, then driver/ in the current directory, the

@@ -62,6 +62,13 @@ func (c *pageCache) get() *pageState {
 	return c.cur
 }
 
+// replace puts next, a copy of st with more read (a read ahead), in st's place.
+func (c *pageCache) replace(st, next *pageState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*st = *next
+}
+
 // withhold marks st withheld because of field and drops what was read of it. It returns the
 // error every later use of the page gets.
 func (c *pageCache) withhold(st *pageState, field string) error {

@@ -756,6 +756,7 @@ type rawRead struct {
 	// NodeTexts: mode read with opts.nodeCount, for each element asked for (WithNodeTexts), its
 	// own visible text and its labels', or null when it was not found.
 	NodeTexts [][]string      `json:"nodeTexts"`
+	Changes   *int            `json:"changes"` // mode changes: the page's changes since the watch began
 	Layout    json.RawMessage `json:"-"`
 }
 

@@ -43,7 +43,8 @@ type Session struct {
 	life  *life
 	pages pageCache // the page opened last
 
-	op sync.Mutex // serializes the page operations
+	op    sync.Mutex // serializes the page operations (lockOp)
+	ahead aheadSlot  // the read ahead of the page, if any (ahead.go)
 }
 
 // life is the session's end: closed once (Close), or past its deadline (WithSessionTimeout).
@@ -233,7 +234,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if !d.Allowed() {
 		return Page{}, &DeniedError{URL: firstNonEmpty(d.URL, url), Hop: 0, Decision: d}
 	}
-	s.op.Lock()
+	s.lockOp(false)
 	defer s.op.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
 	defer cancel()
@@ -305,6 +306,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	page.Withheld, page.Unproven, page.Invisible = c.Withheld, c.Unproven, c.Invisible
 	page.Account, page.WithheldRuns = c.Account, c.WithheldRuns
 	page.Text, page.Offset, page.Next, page.More = c.Text, c.Offset, c.Next, c.More
+	s.startAhead(st, c.Next)
 	return page, nil
 }
 
@@ -451,7 +453,7 @@ func (s *Session) withPage(ctx context.Context, op string, f func(ctx context.Co
 // checks (a machine too busy to answer in it; not its caller's end): late runs on the page as
 // the earlier calls left it, unchecked now, so it must hand out nothing new. Nil: the error.
 func (s *Session) withPageLate(ctx context.Context, op string, f func(ctx context.Context, st *pageState) error, late func(st *pageState) error) error {
-	s.op.Lock()
+	s.lockOp(op == "read")
 	defer s.op.Unlock()
 	timeout := s.cfg.navTimeout
 	if st := s.pages.get(); st != nil && st.vis.stuck() > 0 {
@@ -492,10 +494,12 @@ func (s *Session) Read(ctx context.Context, offset int) (c Chunk, err error) {
 		if err := inside(st); err != nil {
 			return err
 		}
+		s.serveAhead(ctx, st)
 		if err := s.readOn(ctx, st, offset); err != nil {
 			return err
 		}
 		c = s.chunk(st, offset)
+		s.startAhead(st, c.Next)
 		return nil
 	}, func(st *pageState) error {
 		if err := inside(st); err != nil {
@@ -598,6 +602,7 @@ func (s *Session) Screenshot(ctx context.Context) (png []byte, err error) {
 // Close stops the session's browser, removes its profile and, when the session was started with
 // the package's Launch, stops the driver. It is safe to call more than once.
 func (s *Session) Close() error {
+	s.cancelAhead()
 	s.life.closeOnce.Do(func() {
 		close(s.life.done)
 		if s.life.timer != nil {

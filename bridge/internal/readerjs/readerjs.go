@@ -22,6 +22,9 @@ const (
 	ModeLayout = "layout" // each run's boxes, the child frames' owners, what draws by itself
 	ModePaint  = "paint"  // text paint toggled for the shots (opts.paint: one of the Paint modes)
 	ModeScroll = "scroll" // the main frame scrolled to opts.y
+	// ModeChanges: how many changes the page made since the job's watch began (the first layout
+	// of the last read), every kind counted; -1 when no watch runs on this document.
+	ModeChanges = "changes"
 )
 
 // The paint modes of ModePaint (opts.paint).
@@ -82,7 +85,7 @@ var Consts = []Const{
 	{"RUN_HIDDEN", RunHidden}, {"RUN_VISIBLE", RunVisible}, {"RUN_WITHHELD", RunWithheld},
 	{"RUN_LATER", RunLater}, {"RUN_SERVED", RunServed},
 	{"MODE_CHECK", ModeCheck}, {"MODE_READ", ModeRead}, {"MODE_LAYOUT", ModeLayout},
-	{"MODE_PAINT", ModePaint}, {"MODE_SCROLL", ModeScroll},
+	{"MODE_PAINT", ModePaint}, {"MODE_SCROLL", ModeScroll}, {"MODE_CHANGES", ModeChanges},
 	{"PAINT_OFF", PaintOff}, {"PAINT_FOREIGN", PaintForeign}, {"PAINT_ON", PaintOn},
 	{"PAINT_RUNS", PaintRuns}, {"PAINT_RESTORE", PaintRestore}, {"PAINT_SOME", PaintSome},
 	{"FRAME_OPEN", FrameOpen}, {"FRAME_CLOSE", FrameClose},

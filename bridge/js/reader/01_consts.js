@@ -9,6 +9,7 @@
   const MODE_LAYOUT = 'layout';
   const MODE_PAINT = 'paint';
   const MODE_SCROLL = 'scroll';
+  const MODE_CHANGES = 'changes';
   const PAINT_OFF = 'off';
   const PAINT_FOREIGN = 'foreign';
   const PAINT_ON = 'on';

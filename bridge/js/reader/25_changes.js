@@ -37,10 +37,11 @@
   // The job's watch: text nodes whose text changed, and the nodes put in (their subtrees).
   const startChanges = () => {
     if (globalThis[CHANGES] && globalThis[CHANGES].root === root) return;
-    const w = { root, text: new WeakSet(), added: new WeakSet(), n: 0 };
+    const w = { root, text: new WeakSet(), added: new WeakSet(), n: 0, any: 0 };
     const note = (rs) => {
       for (const r of rs) {
         if (ownChange(r)) continue;
+        w.any++;
         if (r.type === 'characterData') { w.text.add(r.target); w.n++; }
         if (r.type === 'childList') for (const a of r.addedNodes) { w.added.add(a); w.n++; }
       }
@@ -152,4 +153,13 @@
     if (old) old.mo.disconnect();
     globalThis[CHANGES] = null;
     startChanges();
+  }
+  // The changes since the job's watch began, every kind (a text, an attribute, a node put in or
+  // taken out): a proof kept past its read (a read ahead while the model thinks) is served only
+  // when its page made none since.
+  if (opts.mode === MODE_CHANGES) {
+    const w = globalThis[CHANGES];
+    let n = -1;
+    if (w && w.root === root) { w.take(); n = w.any; }
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], changes: n };
   }
