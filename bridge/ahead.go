@@ -47,8 +47,8 @@ func (a *aheadSlot) take() *readAhead {
 }
 
 // lockOp takes the session's operation lock. A read ahead running is waited for when join (a
-// read, which serves what it proved) and cancelled and dropped otherwise.
-func (s *Session) lockOp(join bool) {
+// read, which serves what it proved), until ctx ends, and cancelled and dropped otherwise.
+func (s *Session) lockOp(ctx context.Context, join bool) {
 	s.ahead.mu.Lock()
 	ra := s.ahead.cur
 	if ra != nil && !join {
@@ -56,9 +56,13 @@ func (s *Session) lockOp(join bool) {
 	}
 	s.ahead.mu.Unlock()
 	if ra != nil {
-		if !join {
-			ra.cancel()
+		if join {
+			select {
+			case <-ra.done:
+			case <-ctx.Done():
+			}
 		}
+		ra.cancel()
 		<-ra.done
 	}
 	s.op.Lock()

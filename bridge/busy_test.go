@@ -120,7 +120,8 @@ func TestRevealInOrder(t *testing.T) {
 func TestReadPhaseNotLaidOut(t *testing.T) {
 	t.Parallel()
 	var block, blocked atomic.Bool
-	s := newSession(t, WithPixelTime(2*time.Second), func(c *config) {
+	// Without the read ahead: its phase would meet the hook's block too.
+	s := newSession(t, WithPixelTime(2*time.Second), WithReadAhead(false), func(c *config) {
 		c.busyPhase = func(ctx context.Context) error {
 			if block.Load() {
 				blocked.Store(true)

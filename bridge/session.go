@@ -234,7 +234,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	if !d.Allowed() {
 		return Page{}, &DeniedError{URL: firstNonEmpty(d.URL, url), Hop: 0, Decision: d}
 	}
-	s.lockOp(false)
+	s.lockOp(ctx, false)
 	defer s.op.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.navTimeout)
 	defer cancel()
@@ -453,7 +453,7 @@ func (s *Session) withPage(ctx context.Context, op string, f func(ctx context.Co
 // checks (a machine too busy to answer in it; not its caller's end): late runs on the page as
 // the earlier calls left it, unchecked now, so it must hand out nothing new. Nil: the error.
 func (s *Session) withPageLate(ctx context.Context, op string, f func(ctx context.Context, st *pageState) error, late func(st *pageState) error) error {
-	s.lockOp(op == "read")
+	s.lockOp(ctx, op == "read")
 	defer s.op.Unlock()
 	timeout := s.cfg.navTimeout
 	if st := s.pages.get(); st != nil && st.vis.stuck() > 0 {

@@ -53,7 +53,7 @@ func (s *Session) SetSignInLease(held bool) {
 			for s.life.usable() == nil && s.lease.commits.Load() < mark && sleepCtx(ctx, 20*time.Millisecond) == nil {
 			}
 		}
-		s.lockOp(false)
+		s.lockOp(ctx, false)
 		if s.life.usable() == nil {
 			_ = s.page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateLoad, Timeout: playwright.Float(5000)})
 		}
@@ -128,7 +128,7 @@ func (s *Session) TakeoverInput(ctx context.Context, in Input) error {
 	if err := s.life.usable(); err != nil {
 		return err
 	}
-	s.lockOp(false)
+	s.lockOp(ctx, false)
 	defer s.op.Unlock()
 	switch in.Kind {
 	case "click":
@@ -154,7 +154,7 @@ func (s *Session) TakeoverScreenshot(ctx context.Context) ([]byte, error) {
 	if err := s.life.usable(); err != nil {
 		return nil, err
 	}
-	s.lockOp(false)
+	s.lockOp(ctx, false)
 	defer s.op.Unlock()
 	return s.page.Screenshot(playwright.PageScreenshotOptions{
 		Type:    playwright.ScreenshotTypePng,
