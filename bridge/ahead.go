@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"maps"
 	"sync"
 	"time"
 
@@ -71,7 +70,7 @@ func (s *Session) lockOp(ctx context.Context, join bool) {
 // startAhead proves more of st's page in the background, when the session reads ahead, the page
 // is not whole and the read that comes next (at next) would reach past the text proven so far.
 func (s *Session) startAhead(st *pageState, next int) {
-	if !s.cfg.readAhead || st == nil || st.withheld || st.whole() || len(st.text)-next >= s.cfg.chunkSize {
+	if !s.cfg.readAhead || st == nil || st.withheld || st.live || st.whole() || len(st.text)-next >= s.cfg.chunkSize {
 		return
 	}
 	offset := len(st.text)
@@ -104,14 +103,13 @@ func (s *Session) startAhead(st *pageState, next int) {
 			_ = s.pages.withhold(st, next.field)
 			return
 		}
-		if err != nil || len(next.text) <= len(st.text) && next.whole() == st.whole() {
+		if err != nil || len(next.text) <= len(st.text) && next.whole() == st.whole() || len(next.changes) == 0 {
 			return
 		}
-		changes, err := s.read.changes(call)
-		if err != nil {
-			return
-		}
-		ra.next, ra.changes = &next, changes
+		// The baseline is the page as its last read saw it (the counts taken in the same
+		// evaluation as the text), not as it is now: a change since, even one made the moment
+		// the page was thawed, drops the read ahead.
+		ra.next, ra.changes = &next, next.changes
 		s.cfg.logf("bridge: %s: read ahead: %d bytes proven while the model thought (%s)", policy.CleanURL(st.url), len(next.text)-len(st.text), time.Since(began).Round(time.Millisecond))
 	}()
 }
@@ -124,7 +122,16 @@ func (s *Session) serveAhead(ctx context.Context, st *pageState) {
 		return
 	}
 	now, err := s.read.changes(ctx)
-	if err != nil || !maps.Equal(now, ra.changes) {
+	// Every frame the last read saw under the watch must be there with the same count (a frame
+	// read with no watch on its document, -1, handed out no text of a proof of it).
+	same := err == nil
+	for f, n := range ra.changes {
+		if m, ok := now[f]; n >= 0 && (!ok || m != n) {
+			same = false
+		}
+	}
+	if !same {
+		st.live = true
 		s.cfg.logf("bridge: %s: read ahead dropped: the page changed since its proof (%v -> %v, %v)", policy.CleanURL(st.url), ra.changes, now, err)
 		return
 	}

@@ -39,6 +39,11 @@ type pageState struct {
 	account Account
 	capCut  int
 	list    []WithheldRun
+	// changes: the last read's snapshot.changes (a read ahead's baseline, ahead.go).
+	changes map[string]int
+	// live: a read ahead of this page was dropped because the page changed since its proof (a
+	// clock, a carousel): it is not read ahead again, the work would be lost each time.
+	live bool
 }
 
 // whole reports whether the page's text is complete: no run is left for a later read.
@@ -145,6 +150,7 @@ func (c *pageCache) add(st *pageState, snap *snapshot, textCap int) {
 		st.unproven = snap.unproven
 	}
 	st.vis = snap.vis
+	st.changes = snap.changes
 	if len(st.text) >= textCap {
 		st.vis = &visState{done: true} // the cap is reached: nothing more is read
 		st.account.Withhold(readerjs.WhyCap, st.account.Pending)

@@ -728,6 +728,10 @@ type snapshot struct {
 	// stale: the pixel phase laid nothing of the page out, the read's account holds nothing
 	// (pageCache.add keeps the last one).
 	stale bool
+	// changes is, by frame read, how many changes the page had made since the reader's watch
+	// began when the frame's text was read (ModeChanges; -1: no watch): a read ahead is served
+	// only while they stay (ahead.go).
+	changes map[string]int
 }
 
 type rawRead struct {
@@ -946,8 +950,12 @@ func (pr *pageReader) snapshot(ctx context.Context, opened string, prev *visStat
 	}
 	snap := &snapshot{title: reads[mainID].Title, heading: reads[mainID].Heading, vis: vis, decided: decided, join: reads[mainID].Join}
 	snap.stale = stale
-	for _, rr := range reads {
+	snap.changes = map[string]int{}
+	for f, rr := range reads {
 		snap.withheld += rr.Withheld
+		if rr.Changes != nil {
+			snap.changes[f] = *rr.Changes
+		}
 	}
 	snap.account, snap.list = pageAccount(reads, mainID)
 	snap.account.Frames += lost
