@@ -214,6 +214,26 @@ func demoSite(b *testing.B) (string, *policy.Policy) {
 	return srv.URL, pol
 }
 
+// benchPage is a manual's page: the manual's name (testutil.ManualByName) and the page's path.
+type benchPage struct{ manual, path string }
+
+// benchPages is defaults, or the pages BRIDGE_BENCH_PAGES=manual:path,... names.
+func benchPages(b *testing.B, defaults []benchPage) []benchPage {
+	env := os.Getenv("BRIDGE_BENCH_PAGES")
+	if env == "" {
+		return defaults
+	}
+	var pages []benchPage
+	for _, mp := range strings.Split(env, ",") {
+		m, p, ok := strings.Cut(mp, ":")
+		if !ok {
+			b.Fatalf("BRIDGE_BENCH_PAGES: %q is not manual:path", mp)
+		}
+		pages = append(pages, benchPage{m, p})
+	}
+	return pages
+}
+
 // BenchmarkLongPagePhases is where the time of a long page goes (issue 39): real manual pages
 // (Debian's postgresql-doc-15 and python3.11-doc), each opened and then read chunk by chunk to
 // its end, with the phases of Open and of the reads summed (as BenchmarkOpenPhases):
@@ -223,24 +243,13 @@ func demoSite(b *testing.B) (string, *policy.Policy) {
 // open-ms is Open (its first chunk), whole-ms the whole page read back to back, chunks the reads
 // after Open.
 func BenchmarkLongPagePhases(b *testing.B) {
-	pages := []struct{ manual, path string }{
+	pages := benchPages(b, []benchPage{
 		{"postgresql", "datatype-datetime.html"},
 		{"postgresql", "functions-string.html"},
 		{"postgresql", "sql-select.html"},
 		{"python", "library/re.html"},
 		{"python", "library/functions.html"},
-	}
-	// BRIDGE_BENCH_PAGES=manual:path,... reads those pages instead.
-	if env := os.Getenv("BRIDGE_BENCH_PAGES"); env != "" {
-		pages = pages[:0]
-		for _, mp := range strings.Split(env, ",") {
-			m, p, ok := strings.Cut(mp, ":")
-			if !ok {
-				b.Fatalf("BRIDGE_BENCH_PAGES: %q is not manual:path", mp)
-			}
-			pages = append(pages, struct{ manual, path string }{m, p})
-		}
-	}
+	})
 	for _, prove := range []string{"chunk", "page"} {
 		for _, pg := range pages {
 			b.Run("prove="+prove+"/"+pg.manual+"/"+pg.path, func(b *testing.B) { benchLongPage(b, pg.manual, pg.path, prove == "page") })
@@ -315,17 +324,7 @@ func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 // and the longest. BRIDGE_BENCH_PAGES=manual:path,... chooses the pages (PostgreSQL's SELECT
 // page by default).
 func BenchmarkReadAhead(b *testing.B) {
-	pages := []struct{ manual, path string }{{"postgresql", "sql-select.html"}}
-	if env := os.Getenv("BRIDGE_BENCH_PAGES"); env != "" {
-		pages = pages[:0]
-		for _, mp := range strings.Split(env, ",") {
-			m, p, ok := strings.Cut(mp, ":")
-			if !ok {
-				b.Fatalf("BRIDGE_BENCH_PAGES: %q is not manual:path", mp)
-			}
-			pages = append(pages, struct{ manual, path string }{m, p})
-		}
-	}
+	pages := benchPages(b, []benchPage{{"postgresql", "sql-select.html"}})
 	for _, pg := range pages {
 		man := testutil.ManualByName(b, pg.manual)
 		site, _, _ := testutil.ServeDir(b, man.Dir)
