@@ -45,6 +45,24 @@ func (a *aheadSlot) take() *readAhead {
 	return ra
 }
 
+// takeDone removes and returns the read ahead when it has ended; one still running (started
+// by another call since this one waited) stays.
+func (a *aheadSlot) takeDone() *readAhead {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ra := a.cur
+	if ra == nil {
+		return nil
+	}
+	select {
+	case <-ra.done:
+		a.cur = nil
+		return ra
+	default:
+		return nil
+	}
+}
+
 // lockOp takes the session's operation lock. A read ahead running is waited for when join (a
 // read, which serves what it proved), until ctx ends, and cancelled and dropped otherwise.
 func (s *Session) lockOp(ctx context.Context, join bool) {
@@ -117,7 +135,7 @@ func (s *Session) startAhead(st *pageState, next int) {
 // serveAhead puts what a finished read ahead proved into st, the session's page, when it read
 // st and the page made no change since its proof. The operation lock is held.
 func (s *Session) serveAhead(ctx context.Context, st *pageState) {
-	ra := s.ahead.take()
+	ra := s.ahead.takeDone()
 	if ra == nil || ra.next == nil || ra.st != st || st.withheld {
 		return
 	}

@@ -38,9 +38,12 @@
 //   - activity (settle.go): the route's requests in flight, and the settle after load.
 //   - lease (takeover.go): the sign-in lease, and the takeover's input and screenshot.
 //   - pageCache (page.go): the page opened last, its text served chunk by chunk; life: its end.
+//   - readAhead (ahead.go): the next part of a long page proven while the model thinks, served
+//     only when the page made no change since.
 //
 // State shared between the page operations and the route handlers is under each type's own lock
-// or atomic; page operations are serialized by the Session's op lock.
+// or atomic; page operations are serialized by the Session's op lock (lockOp, which waits for
+// or cancels a read ahead).
 //
 // Key types: Runtime (one Playwright driver, NewRuntime), Session (one guarded Chromium,
 // Runtime.Launch; Open, Read, Links, Fields), Page, Chunk, Link and Field (what a read returns),
