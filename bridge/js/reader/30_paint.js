@@ -63,17 +63,21 @@
         const c = changedRects(recs, w.boxes, w.touched);
         w.all = c.all || w.touched.size > MAX_TOUCHED;
         w.rects.push(...c.rects);
-        const ox = child ? 0 : window.scrollX, oy = child ? 0 : window.scrollY;
-        for (const el of w.touched) {
-          const r = el.getBoundingClientRect();
-          if (r.width <= 0 || r.height <= 0) continue;
-          const b = [r.left + ox, r.top + oy, r.width, r.height], o = w.boxes.get(el);
-          if (o && o.every((x, i) => x === b[i])) continue;
-          w.boxes.set(el, b);
-          w.rects.push([b[0] - 4, b[1] - 4, b[2] + 8, b[3] + 8]);
-        }
+        w.retake();
       } catch (e) {
         w.all = true;
+      }
+    };
+    // retake takes again the box of everything a change touched, where it moved since.
+    w.retake = () => {
+      const ox = child ? 0 : window.scrollX, oy = child ? 0 : window.scrollY;
+      for (const el of w.touched) {
+        const r = el.getBoundingClientRect();
+        if (r.width <= 0 || r.height <= 0) continue;
+        const b = [r.left + ox, r.top + oy, r.width, r.height], o = w.boxes.get(el);
+        if (o && o.every((x, i) => x === b[i])) continue;
+        w.boxes.set(el, b);
+        w.rects.push([b[0] - 4, b[1] - 4, b[2] + 8, b[3] + 8]);
       }
     };
     w.mo = new MutationObserver(note);
@@ -89,7 +93,13 @@
     w.take();
     w.mo.disconnect();
     globalThis[TAMPER] = null;
-    return w.seen ? { all: w.all, rects: w.rects } : null;
+    if (!w.seen) return null;
+    // And at the end: what a change touched may have moved since with no change of its own (an
+    // image or a font that loaded and reflowed the page), and drawn there.
+    if (!w.all) {
+      try { w.retake(); } catch (e) { w.all = true; }
+    }
+    return { all: w.all, rects: w.rects };
   };
   if (opts.mode === MODE_PAINT && opts.paint === PAINT_RUNS) {
     if (!ba || ba.root !== root) throw new Error('runs paint: no layout of this document');
