@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -34,7 +33,11 @@ func aheadDone(t *testing.T, s *Session) *readAhead {
 func TestReadAhead(t *testing.T) {
 	t.Parallel()
 	for _, changed := range []bool{false, true} {
-		t.Run(fmt.Sprintf("changed=%v", changed), func(t *testing.T) {
+		name := "unchanged"
+		if changed {
+			name = "changed after its proof"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			phases := 0
