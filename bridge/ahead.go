@@ -21,7 +21,6 @@ import (
 // readAhead is one read ahead of the session's page.
 type readAhead struct {
 	st     *pageState // the page it read (the session's page when it began)
-	offset int
 	cancel context.CancelFunc
 	done   chan struct{}
 	// Set when it proved more: the page's state with that text, and the page's change counts,
@@ -93,7 +92,7 @@ func (s *Session) startAhead(st *pageState, next int) {
 	}
 	offset := len(st.text)
 	ctx, cancel := context.WithCancel(context.Background())
-	ra := &readAhead{st: st, offset: offset, cancel: cancel, done: make(chan struct{})}
+	ra := &readAhead{st: st, cancel: cancel, done: make(chan struct{})}
 	s.ahead.mu.Lock()
 	if old := s.ahead.cur; old != nil {
 		old.cancel()

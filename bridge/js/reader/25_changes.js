@@ -157,9 +157,13 @@
   // The changes since the job's watch began, every kind (a text, an attribute, a node put in or
   // taken out): a proof kept past its read (a read ahead while the model thinks) is served only
   // when its page made none since.
-  if (opts.mode === MODE_CHANGES) {
+  // changesSoFar is that count, -1 with no watch on this document (the read mode returns it too).
+  const changesSoFar = () => {
     const w = globalThis[CHANGES];
-    let n = -1;
-    if (w && w.root === root) { w.take(); n = w.any; }
-    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], changes: n };
+    if (!w || w.root !== root) return -1;
+    w.take();
+    return w.any;
+  };
+  if (opts.mode === MODE_CHANGES) {
+    return { url: String(location.href), title: '', text: '', links: [], fields: [], frames: [], controls: [], changes: changesSoFar() };
   }

@@ -94,6 +94,6 @@
     account,
     nodeTexts: opts.nodeCount ? nodeTexts : undefined,
     // The page's changes since the job's watch began, as this read saw the page (ModeChanges).
-    changes: (() => { const w = globalThis[CHANGES]; if (!w || w.root !== root) return -1; w.take(); return w.any; })(),
+    changes: changesSoFar(),
   };
 }
