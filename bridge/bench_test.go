@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,9 +267,20 @@ func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sums := map[string]time.Duration{}
+	// sums: every phase, summed; opens: those of Open alone (its first chunk). The read ahead
+	// adds to sums from its own goroutine.
+	var mu sync.Mutex
+	sums, opens := map[string]time.Duration{}, map[string]time.Duration{}
+	inOpen := false
 	timer := func(c *config) {
-		c.phase = func(name string, d time.Duration) { sums[name] += d }
+		c.phase = func(name string, d time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			sums[name] += d
+			if inOpen {
+				opens[name] += d
+			}
+		}
 	}
 	ctx := context.Background()
 	lctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -287,7 +299,14 @@ func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if _, err := s.Open(ctx, site.URL+"/"+path); err != nil {
+		mu.Lock()
+		inOpen = true
+		mu.Unlock()
+		_, err := s.Open(ctx, site.URL+"/"+path)
+		mu.Lock()
+		inOpen = false
+		mu.Unlock()
+		if err != nil {
 			b.Fatal(err)
 		}
 		open += time.Since(start)
@@ -314,8 +333,15 @@ func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 	b.ReportMetric(per(whole), "whole-ms")
 	b.ReportMetric(float64(chunks)/float64(b.N), "chunks")
 	b.ReportMetric(float64(chars)/float64(b.N), "chars")
+	mu.Lock()
+	defer mu.Unlock()
 	for name, d := range sums {
 		b.ReportMetric(per(d), name+"-ms")
+	}
+	// What Open's first chunk cost, by phase: "open:shot" is the two-frame proof's captures of
+	// the band that holds it, the floor of any read that proves its text by rendering.
+	for name, d := range opens {
+		b.ReportMetric(per(d), "open:"+name+"-ms")
 	}
 }
 
@@ -374,5 +400,45 @@ func BenchmarkReadAhead(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkCapture is what one capture (Page.captureScreenshot beyond the viewport, PNG, decoded)
+// of a band of PostgreSQL's SELECT page costs by its size: the proof's unit of cost. Two of them
+// (A and D) of the band that holds a chunk are the floor of any read that proves its text by
+// rendering (issue 39).
+//
+//	go test ./bridge -run '^$' -bench Capture -benchtime 5x
+func BenchmarkCapture(b *testing.B) {
+	man := testutil.ManualByName(b, "postgresql")
+	site, _, _ := testutil.ServeDir(b, man.Dir)
+	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\"]\n", site.URL)), "capture")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := testRT.Launch(ctx, pol)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Open(ctx, site.URL+"/sql-select.html"); err != nil {
+		b.Fatal(err)
+	}
+	v, err := s.read.view(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.close()
+	t := v.owner[v.mainID]
+	for _, wh := range [][2]float64{{48, 4000}, {320, 4000}, {1265, 1000}, {1265, 4000}, {1265, 8000}} {
+		b.Run(fmt.Sprintf("%.0fx%.0f", wh[0], wh[1]), func(b *testing.B) {
+			for range b.N {
+				if _, err := shoot(ctx, t, 6, 9, wh[0], wh[1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(wh[0]*wh[1]/1e6, "Mpx")
+		})
 	}
 }

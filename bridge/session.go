@@ -513,14 +513,8 @@ func (s *Session) Read(ctx context.Context, offset int) (c Chunk, err error) {
 }
 
 // Links returns the visible links of the page, resolved and decided by the policy.
-func (s *Session) Links(ctx context.Context) (links []Link, err error) {
-	err = s.withPage(ctx, "links", func(ctx context.Context, st *pageState) error {
-		if err := s.readOn(ctx, st, math.MaxInt); err != nil {
-			return err
-		}
-		links = append([]Link(nil), st.links...)
-		return nil
-	})
+func (s *Session) Links(ctx context.Context) ([]Link, error) {
+	links, _, err := partOf(ctx, s, "links", math.MaxInt, func(st *pageState) []Link { return st.links })
 	return links, err
 }
 
@@ -528,20 +522,21 @@ func (s *Session) Links(ctx context.Context) (links []Link, err error) {
 // first chunk's), and whether that part is the whole page: what a page's first chunk comes with,
 // without proving a long page to its end as Links does.
 func (s *Session) LinksSoFar(ctx context.Context) ([]Link, bool, error) {
-	return soFar(ctx, s, "links", func(st *pageState) []Link { return st.links })
+	return partOf(ctx, s, "links", 0, func(st *pageState) []Link { return st.links })
 }
 
 // FieldsSoFar returns the visible labelled values of the part of the page proven so far, and
 // whether that part is the whole page (as LinksSoFar).
 func (s *Session) FieldsSoFar(ctx context.Context) ([]Field, bool, error) {
-	return soFar(ctx, s, "fields", func(st *pageState) []Field { return st.fields })
+	return partOf(ctx, s, "fields", 0, func(st *pageState) []Field { return st.fields })
 }
 
-// soFar is LinksSoFar and FieldsSoFar: part of the page's state once at least its first chunk
-// is proven, and whether the page is proven whole.
-func soFar[T any](ctx context.Context, s *Session, op string, part func(*pageState) []T) (out []T, whole bool, err error) {
+// partOf is Links, Fields, LinksSoFar and FieldsSoFar: part of the page's state once its text is
+// proven past offset (0: at least its first chunk; math.MaxInt: the whole page), and whether
+// the page is proven whole.
+func partOf[T any](ctx context.Context, s *Session, op string, offset int, part func(*pageState) []T) (out []T, whole bool, err error) {
 	err = s.withPage(ctx, op, func(ctx context.Context, st *pageState) error {
-		if err := s.readOn(ctx, st, 0); err != nil {
+		if err := s.readOn(ctx, st, offset); err != nil {
 			return err
 		}
 		out, whole = slices.Clone(part(st)), st.whole()
@@ -552,14 +547,8 @@ func soFar[T any](ctx context.Context, s *Session, op string, part func(*pageSta
 
 // Fields returns the visible labelled values of the page (dl/dt/dd, table headers and cells,
 // label and value). Form fields are never read.
-func (s *Session) Fields(ctx context.Context) (fields []Field, err error) {
-	err = s.withPage(ctx, "fields", func(ctx context.Context, st *pageState) error {
-		if err := s.readOn(ctx, st, math.MaxInt); err != nil {
-			return err
-		}
-		fields = append([]Field(nil), st.fields...)
-		return nil
-	})
+func (s *Session) Fields(ctx context.Context) ([]Field, error) {
+	fields, _, err := partOf(ctx, s, "fields", math.MaxInt, func(st *pageState) []Field { return st.fields })
 	return fields, err
 }
 
