@@ -16,14 +16,12 @@ build: setup generate
 	$(GO) build -o bin/browser-agent ./cmd/browser-agent
 	$(GO) build -o bin/demo-site ./cmd/demo-site
 
-# extension/render.js is written from web/static/render.js (the side panel ships the page's renderer);
-# bridge/js/reader/01_consts.js from bridge/internal/readerjs (the constants the reader shares with Go).
+# bridge/js/reader/01_consts.js is written from bridge/internal/readerjs (the constants the reader shares with Go).
 generate:
-	$(GO) generate ./web ./bridge
+	$(GO) generate ./bridge
 
 # Fails when a generated file is not what go generate would write.
 gen-check:
-	$(GO) run ./web/internal/genrender -check web/static/render.js extension/render.js
 	$(GO) run ./bridge/internal/genreader -check bridge/js/reader/01_consts.js
 
 # The main job: the lookup preset against the embedded demo site, with the offline planner.

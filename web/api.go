@@ -19,11 +19,12 @@ import (
 
 	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
+	"github.com/browser-agent/browser-agent/extension"
 )
 
-// The side panel's renderer is the page's, written by go generate (make build runs it).
-//go:generate go run ./internal/genrender static/render.js ../extension/render.js
-
+// staticFS holds the page's own files; its render.js is the side panel's, from package extension
+// (staticFile).
+//
 //go:embed static
 var staticFS embed.FS
 
@@ -94,7 +95,7 @@ func (s *Server) serveStatic(name string) http.HandlerFunc {
 			http.NotFound(w, r)
 			return
 		}
-		data, err := fs.ReadFile(staticFS, path.Join("static", name))
+		data, err := staticFile(name)
 		if err != nil {
 			http.NotFound(w, r)
 			return
@@ -107,6 +108,15 @@ func (s *Server) serveStatic(name string) http.HandlerFunc {
 		w.Header().Set("Cache-Control", "no-cache")
 		http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 	}
+}
+
+// staticFile is the embedded file the page names /static/NAME: render.js is the side panel's
+// (one copy, in extension/), the others the page's own.
+func staticFile(name string) ([]byte, error) {
+	if name == "render.js" {
+		return []byte(extension.RenderJS), nil
+	}
+	return fs.ReadFile(staticFS, path.Join("static", name))
 }
 
 // preflight answers CORS preflights from the allowed origins (the side panel).

@@ -21,6 +21,7 @@ import (
 	"github.com/browser-agent/browser-agent/coordinator"
 	demosite "github.com/browser-agent/browser-agent/demo-site"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
+	"github.com/browser-agent/browser-agent/extension"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/browser-agent/browser-agent/runner"
 )
@@ -348,6 +349,10 @@ func TestSecurityHeaders(t *testing.T) {
 	// Types: scripts as JavaScript (module scripts need it), no directory listing.
 	if ct := do(t, "GET", ts.URL+"/static/app.js", "", nil).header.Get("Content-Type"); !strings.HasPrefix(ct, "text/javascript") {
 		t.Errorf("app.js Content-Type %q", ct)
+	}
+	// render.js is the side panel's one copy, served as the page's.
+	if r := do(t, "GET", ts.URL+"/static/render.js", "", nil); r.code != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/javascript") || string(r.body) != extension.RenderJS {
+		t.Errorf("GET /static/render.js: %d, Content-Type %q, %d bytes; want 200, JavaScript, extension/render.js (%d bytes)", r.code, r.header.Get("Content-Type"), len(r.body), len(extension.RenderJS))
 	}
 	for _, path := range []string{"/static/", "/static/..%2fweb.go", "/static/.hidden", "/index.html/"} {
 		if r := do(t, "GET", ts.URL+path, "", nil); r.code != 404 && r.code != 400 {

@@ -7,9 +7,9 @@
 // It sits near the top, beside mcpserver: it runs the coordinator with a guarded browser
 // per run (a coordinator.Launcher) and records to the audit store; internal/cli's serve starts it
 // and hands it the demo as data (WithPresets, WithFieldOrder, WithRecordings: demo-site/presets), so web knows no
-// site (internal/layering holds it to that). The side panel's render.js (the renderer
-// and what the page and the panel share: starting a run, following its events) is generated from
-// static/render.js (go generate ./web).
+// site (internal/layering holds it to that). The page's render.js (the renderer and what the page
+// and the side panel share: starting a run, following its events) is the side panel's own file,
+// extension/render.js, embedded by package extension and served as /static/render.js.
 //
 // A serve run that reaches a sign-in page on a site whose policy names sign-in routes waits for
 // the visitor who started it (takeover.go): a lease (WithLease: idle expiry, hard maximum) during

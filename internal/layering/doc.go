@@ -5,8 +5,8 @@
 //
 //	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testkit/testutil,
 //	   internal/wall (the OS network wall's launcher), internal/procs (the processes of /proc), internal/testkit/pgtest (a PostgreSQL server for
-//	   tests), web/internal/genrender, internal/layering, bridge/internal/readerjs (the constants
-//	   the bridge's page-side reader shares with Go)
+//	   tests), extension (the side panel's render.js, which web serves too), internal/layering,
+//	   bridge/internal/readerjs (the constants the bridge's page-side reader shares with Go)
 //	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
 //	   errors), on policy
 //	2  bridge (the guarded Chromium, which returns browse's types), proxy (the egress proxy),
