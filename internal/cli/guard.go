@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/mcpguard"
 	"github.com/browser-agent/browser-agent/mcpserver"
 )
@@ -12,9 +11,7 @@ import (
 // guardCmd is "browser-agent guard [--policy FILE] [--db FILE] [--http ADDR] -- COMMAND [ARGS...]".
 func guardCmd(e *env, args []string) error {
 	fs := newFlags(e, "guard", "[--policy FILE] [--db FILE] [--http ADDR] -- COMMAND [ARGS...]")
-	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
-	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
-	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	sf := addServerFlags(fs)
 	// The mode is the policy's, so that what a run may do is read in one file: the flag that
 	// chose it before only says where it went.
 	write := fs.Bool("write", false, "gone: set guard: mode: write in the policy file")
@@ -28,17 +25,12 @@ func guardCmd(e *env, args []string) error {
 	if err := mcpguard.CheckCommand(command); err != nil {
 		return usageError("%v", err)
 	}
-	addr, err := httpListenAddr(*httpAddr, os.Getenv(EnvMCPToken))
+	ctx, prep, addr, err := sf.start(e, "guard")
 	if err != nil {
 		return err
 	}
-	ctx, _, stop := watchSignals(e.stderr)
-	defer stop()
-	store, pol, done, err := serverSetup(ctx, e, "guard", *dbFile, *polFile)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer prep.Close()
+	store, pol := prep.store, prep.pol
 	popts, err := proxyOptions(os.Getenv(EnvUpstreamRoots))
 	if err != nil {
 		return err

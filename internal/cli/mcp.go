@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -29,9 +30,7 @@ const MCPPath = "/mcp"
 // [--session-time D] [--browser-memory MIB] [--withheld-list]".
 func mcpCmd(e *env, args []string) error {
 	fs := newFlags(e, "mcp", "[--policy FILE] [--http ADDR] [--db FILE] [--idle-timeout D] [--session-time D] [--browser-memory MIB] [--withheld-list]")
-	polFile := fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
-	httpAddr := fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken)
-	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	sf := addServerFlags(fs)
 	idle := fs.Duration("idle-timeout", mcpserver.DefaultIdleTimeout, "close a session's browser after this long without a tool call")
 	sessionTime := fs.Duration("session-time", coordinator.DefaultDeadline, "time budget of one browser session; when it is spent the next call starts a new one")
 	memMiB := fs.Int64("browser-memory", mcpserver.DefaultMemoryLimit>>20, "MiB: a session whose browser processes (driver, Chromium, renderers) use more starts a new browser session on its next call; 0: no bound")
@@ -49,19 +48,13 @@ func mcpCmd(e *env, args []string) error {
 	if memLimit == 0 {
 		memLimit = -1
 	}
-	token := os.Getenv(EnvMCPToken)
-	addr, err := httpListenAddr(*httpAddr, token)
-	if err != nil {
-		return err
-	}
 
-	ctx, _, stop := watchSignals(e.stderr)
-	defer stop()
-	store, pol, done, err := serverSetup(ctx, e, "mcp", *dbFile, *polFile)
+	ctx, prep, addr, err := sf.start(e, "mcp")
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer prep.Close()
+	store, pol := prep.store, prep.pol
 	launch := coordinator.Launcher(launchMCP)
 	if *withheldList {
 		launch = launchWithheldList(os.Getenv(EnvUpstreamRoots))
@@ -81,15 +74,34 @@ func mcpCmd(e *env, args []string) error {
 	return err
 }
 
-// serverSetup opens the audit store and loads the policy of a server command (mcp, guard):
-// without a policy file, the embedded demo site is served in-process. done closes both.
-func serverSetup(ctx context.Context, e *env, cmd, dbFile, polFile string) (store *audit.Store, pol *policy.Policy, done func(), err error) {
-	p, err := openPrepared(ctx, e, dbFile, polFile,
-		fmt.Sprintf("browser-agent %s: no --policy: serving the embedded demo site in-process; the browser can reach only it", cmd))
-	if err != nil {
-		return nil, nil, nil, err
+// serverFlags are the flags the server commands (mcp, guard) share: --policy, --http and --db.
+type serverFlags struct {
+	policy, http, db *string
+}
+
+// addServerFlags registers the server commands' shared flags on fs.
+func addServerFlags(fs *flag.FlagSet) serverFlags {
+	return serverFlags{
+		policy: fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)"),
+		http:   fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken),
+		db:     fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")"),
 	}
-	return p.store, p.pol, p.Close, nil
+}
+
+// start is the start-up of a server command (mcp, guard) once its flags are read: the --http
+// address checked (httpListenAddr; "" serves stdio), then startUp, which says on stderr, when
+// there is no policy file, that the embedded demo site is served in-process.
+func (f serverFlags) start(e *env, cmd string) (ctx context.Context, prep *prepared, addr string, err error) {
+	addr, err = httpListenAddr(*f.http, os.Getenv(EnvMCPToken))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ctx, prep, err = startUp(e, watchSignalsOf(e), startSpec{db: *f.db, policy: *f.policy,
+		notice: fmt.Sprintf("browser-agent %s: no --policy: serving the embedded demo site in-process; the browser can reach only it", cmd)})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return ctx, prep, addr, nil
 }
 
 // stderrLogf writes metadata-only log lines to stderr, one printable line each.

@@ -52,10 +52,7 @@ func recordCmd(e *env, args []string) error {
 		return usageError("--out %s is not a directory", *out)
 	}
 
-	ctx, _, stop := watchSignals(e.stderr)
-	defer stop()
-
-	prep, err := prepare(ctx, e, *dbFile, *polFile, kind, arg)
+	ctx, prep, err := startUp(e, watchSignalsOf(e), startSpec{db: *dbFile, policy: *polFile, kind: kind, arg: arg})
 	if err != nil {
 		return err
 	}

@@ -104,10 +104,7 @@ func serveCmd(e *env, args []string) error {
 		return err
 	}
 
-	ctx, stop := serveContext()
-	defer stop()
-
-	prep, err := prepare(ctx, e, *dbFile, *polFile, kind, arg)
+	ctx, prep, err := startUp(e, serveContext, startSpec{db: *dbFile, policy: *polFile, kind: kind, arg: arg})
 	if err != nil {
 		return err
 	}

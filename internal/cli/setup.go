@@ -71,38 +71,65 @@ func isLoadError(err error) bool {
 	return errors.As(err, &le)
 }
 
-// prepared is what serve, record, mcp and guard share: the audit store and the policy (with the
-// demo site started when there is no policy file); prepare has also checked the model against it.
+// prepared is what serve, record, worker, mcp and guard share: the audit store and the policy
+// (with the demo site started when there is no policy file), opened by startUp under the
+// command's signal watch.
 type prepared struct {
-	store *audit.Store
-	pol   *policy.Policy
-	stop  func()
+	store   *audit.Store
+	pol     *policy.Policy
+	stop    func() // stops the demo site, if one was started
+	unwatch func() // ends the signal watch
 }
 
-// Close stops the demo site, if one was started, and closes the store.
+// Close stops the demo site, if one was started, closes the store and ends the signal watch.
 func (p *prepared) Close() {
 	p.stop()
 	p.store.Close()
+	p.unwatch()
 }
 
-// prepare opens the store and loads the policy, and refuses an unapproved or unreadable model
-// before any run. A bad policy file or model is a usage error.
-func prepare(ctx context.Context, e *env, dbFile, polFile, kind, arg string) (*prepared, error) {
-	p, err := openPrepared(ctx, e, dbFile, polFile, "")
+// startSpec is what a command's start-up reads from its flags: --db and --policy, the notice
+// printed before the demo site starts in place of a policy file (mcp, guard), and the model to
+// check against the policy (record, serve: kind and arg from parseModelSpec; kind "" checks none).
+type startSpec struct {
+	db, policy, notice string
+	kind, arg          string
+}
+
+// startUp is the one start-up of the commands that run runs with a store and a policy (serve,
+// record, worker, mcp, guard), once their flags are read: the context of watch (the command's
+// first-signal watch, whose stop it takes on), the store and the policy (openPrepared) and, when
+// s.kind is set, the model checked against the policy, so that an unapproved or unreadable model
+// is refused before any run (a usage error). On an error all it started is stopped; otherwise the
+// prepared's Close stops it all, the signal watch last.
+func startUp(e *env, watch func() (context.Context, context.CancelFunc), s startSpec) (context.Context, *prepared, error) {
+	ctx, unwatch := watch()
+	p, err := openPrepared(ctx, e, s.db, s.policy, s.notice)
 	if err != nil {
-		return nil, err
+		unwatch()
+		return nil, nil, err
 	}
-	if _, err := buildModel(kind, arg, p.pol); err != nil {
-		p.Close()
-		return nil, &ExitError{Code: ExitUsage, Err: err}
+	p.unwatch = unwatch
+	if s.kind != "" {
+		if _, err := buildModel(s.kind, s.arg, p.pol); err != nil {
+			p.Close()
+			return nil, nil, &ExitError{Code: ExitUsage, Err: err}
+		}
 	}
-	return p, nil
+	return ctx, p, nil
+}
+
+// watchSignalsOf is the first-signal watch of a command (watchSignals), as startUp takes it.
+func watchSignalsOf(e *env) func() (context.Context, context.CancelFunc) {
+	return func() (context.Context, context.CancelFunc) {
+		ctx, _, stop := watchSignals(e.stderr)
+		return ctx, stop
+	}
 }
 
 // openPrepared opens the store (a bounded phase) and loads the policy (a bad policy file is a
-// usage error): the one start-up of every command that runs runs (run, record, worker, mcp,
-// guard; serve adds its own). Without a policy file it starts the demo site, printing notice
-// (when set) first.
+// usage error), for startUp. Without a policy file it starts the demo site, printing notice (when
+// set) first.
 func openPrepared(ctx context.Context, e *env, dbFile, polFile, notice string) (*prepared, error) {
 	store, err := openStoreBounded(ctx, e, dbFile)
 	if err != nil {
@@ -119,5 +146,5 @@ func openPrepared(ctx context.Context, e *env, dbFile, polFile, notice string) (
 		}
 		return nil, err
 	}
-	return &prepared{store: store, pol: pol, stop: stopSite}, nil
+	return &prepared{store: store, pol: pol, stop: stopSite, unwatch: func() {}}, nil
 }

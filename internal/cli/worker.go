@@ -54,10 +54,7 @@ func workerCmd(e *env, args []string) error {
 	if err := checkRunTimes(*runTimeout, *drain); err != nil {
 		return err
 	}
-	ctx, _, stop := watchSignals(e.stderr)
-	defer stop()
-
-	prep, err := openPrepared(ctx, e, *db, *polFile, "")
+	ctx, prep, err := startUp(e, watchSignalsOf(e), startSpec{db: *db, policy: *polFile})
 	if err != nil {
 		return err
 	}
