@@ -127,6 +127,12 @@ type config struct {
 	// trustMovers (tests) makes the proof ignore what draws by itself (no box of it left out,
 	// two frames whatever the page holds): the positive control of TestVisibilityMovers.
 	trustMovers bool
+	// beforeShots (tests) runs before each group of a pixel phase is shot, after its runs were
+	// measured: a page laid out again there (a resize) moves them under the shots.
+	beforeShots func(ctx context.Context) error
+	// noMoveCheck (tests) counts a group's shots without measuring its runs again after them
+	// (pixelJob.moved): the positive control of TestVisibilityMovedUnderShots.
+	noMoveCheck bool
 	// resolved (tests) runs in evalFrame between resolving the handles, in object group group,
 	// and the evaluation.
 	resolved func(ctx context.Context, sess CDPSession, group string)

@@ -742,6 +742,11 @@ func (j *pixelJob) pass(ctx context.Context) error {
 			h += bands[g1].y1 - bands[g1].y0
 			g1++
 		}
+		if h := j.r.cfg.beforeShots; h != nil {
+			if err := h(ctx); err != nil {
+				return err
+			}
+		}
 		if err := j.shootGroup(ctx, bands[g0:g1], all, counts); err != nil {
 			return err
 		}
@@ -761,9 +766,12 @@ func (j *pixelJob) pass(ctx context.Context) error {
 				decide = append(decide, k)
 			}
 		}
-		moved, err := j.moved(ctx, decide)
-		if err != nil {
-			return err
+		var moved []runKey
+		var err error
+		if !j.r.cfg.noMoveCheck {
+			if moved, err = j.moved(ctx, decide); err != nil {
+				return err
+			}
 		}
 		if len(moved) > 0 {
 			j.moves++
