@@ -759,9 +759,11 @@ type rawRead struct {
 	Account  *frameAccount `json:"account"`  // mode read: what became of every text node of the frame
 	// NodeTexts: mode read with opts.nodeCount, for each element asked for (WithNodeTexts), its
 	// own visible text and its labels', or null when it was not found.
-	NodeTexts [][]string      `json:"nodeTexts"`
-	Changes   *int            `json:"changes"` // mode changes: the page's changes since the watch began
-	Layout    json.RawMessage `json:"-"`
+	NodeTexts [][]string `json:"nodeTexts"`
+	Changes   *int       `json:"changes"` // mode changes: the page's changes since the watch began
+	// Boxes: mode boxes, by run index, what mode layout reports of it now, or "gone".
+	Boxes  map[string]json.RawMessage `json:"boxes"`
+	Layout json.RawMessage            `json:"-"`
 }
 
 // frameAccount is the reader's account of one frame (js/reader/90_result.js): characters other

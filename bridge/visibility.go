@@ -830,6 +830,10 @@ var errLayoutMoves = errors.New("pixel phase: the page's layout kept moving unde
 // boxes are the new ones. A frame whose runs are no longer the ones measured (a page whose run
 // set depends on where it is scrolled: the reveal passes scroll it) cannot be compared run by
 // run: it is left as it is, as the passes before this check left it.
+//
+// Each frame's runs are measured first alone (ModeBoxes: the cost of the group, not of the
+// page); a frame where any of them moved, is gone or is no longer a run is then laid out whole
+// and compared as that layout says.
 func (j *pixelJob) moved(ctx context.Context, keys []runKey) ([]runKey, error) {
 	byFrame := map[*frameRuns][]runKey{}
 	for _, k := range keys {
@@ -839,6 +843,11 @@ func (j *pixelJob) moved(ctx context.Context, keys []runKey) ([]runKey, error) {
 	mainKept := true
 	for f, ks := range byFrame {
 		if f.boxes == nil {
+			continue
+		}
+		if still, err := j.stillThere(ctx, f, ks); err != nil {
+			return nil, err
+		} else if still {
 			continue
 		}
 		lay, err := j.r.evalFrame(ctx, j.v, f.id, readerjs.ModeLayout, map[string]any{"child": f.id != j.v.mainID})
@@ -877,6 +886,42 @@ func (j *pixelJob) moved(ctx context.Context, keys []runKey) ([]runKey, error) {
 		}
 	}
 	return out, nil
+}
+
+// stillThere says whether every run of ks (all of frame f) has the boxes it was measured with,
+// measuring those runs alone (ModeBoxes). False when any moved or is gone, and when the mode
+// found no layout to measure them by: moved then lays the frame out whole.
+func (j *pixelJob) stillThere(ctx context.Context, f *frameRuns, ks []runKey) (bool, error) {
+	only := make([]int, len(ks))
+	for i, k := range ks {
+		only[i] = k.run
+	}
+	rr, err := j.r.evalFrame(ctx, j.v, f.id, readerjs.ModeBoxes, map[string]any{"child": f.id != j.v.mainID, "only": only})
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		j.r.cfg.logf("bridge: runs not measured alone (the frame is laid out whole): %v", err)
+		return false, nil
+	}
+	for _, k := range ks {
+		raw, ok := rr.Boxes[strconv.Itoa(k.run)]
+		if !ok {
+			return false, nil
+		}
+		var bs [][4]float64
+		if s := string(raw); s != "null" && s != "0" && json.Unmarshal(raw, &bs) != nil {
+			return false, nil // "gone"
+		}
+		for i := range bs {
+			bs[i][0] += f.off[0]
+			bs[i][1] += f.off[1]
+		}
+		if !sameBoxes(f.boxes[k.run], bs) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // sameBoxes says whether now are old, within moveTolerance.

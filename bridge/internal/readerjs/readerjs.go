@@ -25,6 +25,10 @@ const (
 	// ModeChanges: how many changes the page made since the job's watch began (the first layout
 	// of the last read), every kind counted; -1 when no watch runs on this document.
 	ModeChanges = "changes"
+	// ModeBoxes: the boxes of some runs of the frame's last layout (opts.only: their indices), as
+	// ModeLayout reports them, without walking the frame: whether a group's runs moved under its
+	// shots (visibility.go, moved).
+	ModeBoxes = "boxes"
 )
 
 // The paint modes of ModePaint (opts.paint).
@@ -86,6 +90,7 @@ var Consts = []Const{
 	{"RUN_LATER", RunLater}, {"RUN_SERVED", RunServed},
 	{"MODE_CHECK", ModeCheck}, {"MODE_READ", ModeRead}, {"MODE_LAYOUT", ModeLayout},
 	{"MODE_PAINT", ModePaint}, {"MODE_SCROLL", ModeScroll}, {"MODE_CHANGES", ModeChanges},
+	{"MODE_BOXES", ModeBoxes},
 	{"PAINT_OFF", PaintOff}, {"PAINT_FOREIGN", PaintForeign}, {"PAINT_ON", PaintOn},
 	{"PAINT_RUNS", PaintRuns}, {"PAINT_RESTORE", PaintRestore}, {"PAINT_SOME", PaintSome},
 	{"FRAME_OPEN", FrameOpen}, {"FRAME_CLOSE", FrameClose},

@@ -10,6 +10,7 @@
   const MODE_PAINT = 'paint';
   const MODE_SCROLL = 'scroll';
   const MODE_CHANGES = 'changes';
+  const MODE_BOXES = 'boxes';
   const PAINT_OFF = 'off';
   const PAINT_FOREIGN = 'foreign';
   const PAINT_ON = 'on';

@@ -319,7 +319,10 @@
   // [reason, detail].
   const textWhy = new Map();
   const no = (t, why, detail) => { textWhy.set(t, [why, detail]); return false; };
-  const textVisibleUncached = (t) => {
+  // runRects: what makes a text node a run, as the layout and the read judge it: its parent (p),
+  // that parent's style (s), the element its boxes are judged by (b), its scale and blur (sb)
+  // and its client rects that can be seen; false, with why (no), when it is not one.
+  const runRects = (t) => {
     if (!t.data.trim()) return false;
     const p = flatParent(t);
     if (!p) return no(t, WHY_NOT_RENDERED, 'no parent in the flat tree');
@@ -343,6 +346,47 @@
     range.selectNodeContents(t);
     const rects = Array.from(range.getClientRects()).filter((r) => boxVisible(r, b));
     if (!rects.length) return no(t, WHY_HIDDEN, 'no box on the page: off it, empty or clipped');
+    return { p, s, b, sb, rects };
+  };
+  // layoutEntry: what mode layout reports of a run (runRects'): 0 when it is beyond what scrolling
+  // the page shows, null when it is not shown now (a scroll container or the frame must be
+  // scrolled first, see reveal), else its boxes in the frame's page coordinates; and whether its
+  // ink is measured (shown).
+  const layoutEntry = (p, b, rects) => {
+    // Inside a scroll container a run may lie past the page's end: scrolling shows it.
+    let decidable = capH > 0, beyond = scrolledBy(b).n === 0;
+    const boxes = [];
+    const fixed = !child && pinned(p);
+    const ink = inkClip(p);
+    for (const r1 of rects) {
+      let r0 = r1;
+      if (ink) {
+        const l = Math.max(r1.left, ink.left), tp = Math.max(r1.top, ink.top);
+        const rr = Math.min(r1.right, ink.right), bb = Math.min(r1.bottom, ink.bottom);
+        if (rr <= l || bb <= tp) continue; // its overflow hides it all
+        r0 = { left: l, top: tp, width: rr - l, height: bb - tp, right: rr, bottom: bb };
+      }
+      let r = r0;
+      if (fixed) {
+        // Only the part inside the viewport can be seen, now or after any scroll.
+        const l = Math.max(r0.left, 0), tp = Math.max(r0.top, 0);
+        const rr = Math.min(r0.left + r0.width, vw), bb = Math.min(r0.top + r0.height, vh);
+        if (rr <= l || bb <= tp) continue;
+        r = { left: l, top: tp, width: rr - l, height: bb - tp, right: rr, bottom: bb };
+      }
+      const x = r.left + sx, y = r.top + sy;
+      if (!(y >= docH || (xLocked && x >= vw)) || child) beyond = false;
+      const cx = child ? r.left : x, cy = child ? r.top : y;
+      if (cx < 0 || cy < 0 || cx + r.width > capW || cy + r.height > capH || !shownNow(r, b)) decidable = false;
+      boxes.push([cx, cy, r.width, r.height]);
+    }
+    if (fixed && !boxes.length) beyond = true;
+    return { entry: beyond ? 0 : (decidable ? boxes : null), shown: decidable && !beyond };
+  };
+  const textVisibleUncached = (t) => {
+    const rr = runRects(t);
+    if (!rr) return false;
+    const { p, s, b, sb, rects } = rr;
     let i = nRuns++;
     if (opts.mode === MODE_LAYOUT) { layoutNodes.set(t, i); layoutList.push(t); }
     if (opts.verdicts && proven) {
@@ -354,40 +398,10 @@
     runOf.set(t, i);
     runParents.add(p);
     if (opts.mode === MODE_LAYOUT) {
-      // null: not shown now (a scroll container or the frame must be scrolled first, see
-      // reveal); 0: beyond what scrolling the page shows; else its boxes, in the frame's page
-      // coordinates, to compare.
-      // Inside a scroll container a run may lie past the page's end: scrolling shows it.
-      let decidable = capH > 0, beyond = scrolledBy(b).n === 0;
-      const boxes = [];
-      const fixed = !child && pinned(p);
-      const ink = inkClip(p);
-      for (const r1 of rects) {
-        let r0 = r1;
-        if (ink) {
-          const l = Math.max(r1.left, ink.left), tp = Math.max(r1.top, ink.top);
-          const rr = Math.min(r1.right, ink.right), bb = Math.min(r1.bottom, ink.bottom);
-          if (rr <= l || bb <= tp) continue; // its overflow hides it all
-          r0 = { left: l, top: tp, width: rr - l, height: bb - tp, right: rr, bottom: bb };
-        }
-        let r = r0;
-        if (fixed) {
-          // Only the part inside the viewport can be seen, now or after any scroll.
-          const l = Math.max(r0.left, 0), tp = Math.max(r0.top, 0);
-          const rr = Math.min(r0.left + r0.width, vw), bb = Math.min(r0.top + r0.height, vh);
-          if (rr <= l || bb <= tp) continue;
-          r = { left: l, top: tp, width: rr - l, height: bb - tp, right: rr, bottom: bb };
-        }
-        const x = r.left + sx, y = r.top + sy;
-        if (!(y >= docH || (xLocked && x >= vw)) || child) beyond = false;
-        const cx = child ? r.left : x, cy = child ? r.top : y;
-        if (cx < 0 || cy < 0 || cx + r.width > capW || cy + r.height > capH || !shownNow(r, b)) decidable = false;
-        boxes.push([cx, cy, r.width, r.height]);
-      }
+      const le = layoutEntry(p, b, rects);
       if (i === opts.reveal) revealNode = t;
-      if (fixed && !boxes.length) beyond = true;
-      runs.push(beyond ? 0 : (decidable ? boxes : null));
-      if (decidable && !beyond) { const k = inkOf(t, s, sb); if (k) inks[i] = k; }
+      runs.push(le.entry);
+      if (le.shown) { const k = inkOf(t, s, sb); if (k) inks[i] = k; }
       lens.push(t.data.replace(/\s+/g, ' ').length);
     }
     if (!opts.verdicts) return (paintVisible(s, p) || no(t, WHY_HIDDEN, 'paint: no contrast (pixels off)')) && fontDraws(t, p, s);
