@@ -1,7 +1,8 @@
 // Module check: the modes that need no text: scroll (the main frame scrolled for an
 // out-of-process frame) and check (the editable elements only).
-  // The paint and scroll modes answer no credential check (their controls are never looked at).
-  const controls = opts.mode === MODE_PAINT || opts.mode === MODE_SCROLL || opts.mode === MODE_CHANGES || opts.mode === MODE_BOXES ? [] : collectControls();
+  // Only the check and read modes answer the credential check: the bridge never looks at the
+  // others' controls (a walk of every element).
+  const controls = opts.mode === MODE_CHECK || opts.mode === MODE_READ ? collectControls() : [];
   if (opts.mode === MODE_SCROLL) {
     // The main frame scrolled to show an out-of-process frame: Chromium does not draw one that
     // is out of the viewport.

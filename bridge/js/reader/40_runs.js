@@ -111,14 +111,21 @@
   // How far the scroll containers (overflow auto or scroll) above el are scrolled: added back, so
   // that which text counts as a run does not depend on scroll positions (the bridge scrolls them
   // between layouts, see reveal).
+  // By element, its parent's sum and its own (the reader scrolls nothing before its last use: a
+  // reveal scrolls after the walk, and returns).
+  const scrolledCache = new Map();
+  const NOT_SCROLLED = { x: 0, y: 0, n: 0 };
   const scrolledBy = (el) => {
-    let x = 0, y = 0, n = 0;
-    for (let a = el; a; a = flatParent(a)) {
-      if (a === root || a === doc.body) continue;
-      const s = cs(a);
-      if (['auto', 'scroll'].includes(s.overflowX) || ['auto', 'scroll'].includes(s.overflowY)) { x += a.scrollLeft; y += a.scrollTop; n++; }
+    if (!el) return NOT_SCROLLED;
+    let v = scrolledCache.get(el);
+    if (v) return v;
+    v = scrolledBy(flatParent(el));
+    if (el !== root && el !== doc.body) {
+      const s = cs(el);
+      if (['auto', 'scroll'].includes(s.overflowX) || ['auto', 'scroll'].includes(s.overflowY)) v = { x: v.x + el.scrollLeft, y: v.y + el.scrollTop, n: v.n + 1 };
     }
-    return { x, y, n };
+    scrolledCache.set(el, v);
+    return v;
   };
   const boxVisible = (rect, el) => {
     if (rect.width < 1 || rect.height < 1) return false;
