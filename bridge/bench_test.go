@@ -215,6 +215,19 @@ func demoSite(b *testing.B) (string, *policy.Policy) {
 	return srv.URL, pol
 }
 
+// manualSite serves a manual's pages (testutil.ManualByName) over http for the length of b, with
+// a policy that reads them styled, as a person sees them.
+func manualSite(b *testing.B, manual string) (string, *policy.Policy) {
+	b.Helper()
+	man := testutil.ManualByName(b, manual)
+	site, _, _ := testutil.ServeDir(b, man.Dir)
+	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\", \"/_static/*?{version}\"]\n", site.URL)), "long pages")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return site.URL, pol
+}
+
 // benchPage is a manual's page: the manual's name (testutil.ManualByName) and the page's path.
 type benchPage struct{ manual, path string }
 
@@ -261,12 +274,7 @@ func BenchmarkLongPagePhases(b *testing.B) {
 // benchLongPage opens one manual page and reads it to its end; proveWhole makes each read
 // prove the whole page (the reads before issue 39).
 func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
-	man := testutil.ManualByName(b, manual)
-	site, _, _ := testutil.ServeDir(b, man.Dir)
-	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\", \"/_static/*?{version}\"]\n", site.URL)), "long pages")
-	if err != nil {
-		b.Fatal(err)
-	}
+	site, pol := manualSite(b, manual)
 	// sums: every phase, summed; opens: those of Open alone (its first chunk). The read ahead
 	// adds to sums from its own goroutine.
 	var mu sync.Mutex
@@ -302,7 +310,7 @@ func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 		mu.Lock()
 		inOpen = true
 		mu.Unlock()
-		_, err := s.Open(ctx, site.URL+"/"+path)
+		_, err := s.Open(ctx, site+"/"+path)
 		mu.Lock()
 		inOpen = false
 		mu.Unlock()
@@ -352,12 +360,7 @@ func benchLongPage(b *testing.B, manual, path string, proveWhole bool) {
 func BenchmarkReadAhead(b *testing.B) {
 	pages := benchPages(b, []benchPage{{"postgresql", "sql-select.html"}})
 	for _, pg := range pages {
-		man := testutil.ManualByName(b, pg.manual)
-		site, _, _ := testutil.ServeDir(b, man.Dir)
-		pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\", \"/_static/*?{version}\"]\n", site.URL)), "long pages")
-		if err != nil {
-			b.Fatal(err)
-		}
+		site, pol := manualSite(b, pg.manual)
 		for _, think := range []time.Duration{300 * time.Millisecond, 2 * time.Second} {
 			for _, ahead := range []bool{false, true} {
 				b.Run(fmt.Sprintf("%s/think=%s/ahead=%v", pg.path, think, ahead), func(b *testing.B) {
@@ -373,7 +376,7 @@ func BenchmarkReadAhead(b *testing.B) {
 					reads := 0
 					b.ResetTimer()
 					for range b.N {
-						p, err := s.Open(ctx, site.URL+"/"+pg.path)
+						p, err := s.Open(ctx, site+"/"+pg.path)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -410,19 +413,14 @@ func BenchmarkReadAhead(b *testing.B) {
 //
 //	go test ./bridge -run '^$' -bench Capture -benchtime 5x
 func BenchmarkCapture(b *testing.B) {
-	man := testutil.ManualByName(b, "postgresql")
-	site, _, _ := testutil.ServeDir(b, man.Dir)
-	pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/\", \"/*\"]\n", site.URL)), "capture")
-	if err != nil {
-		b.Fatal(err)
-	}
+	site, pol := manualSite(b, "postgresql")
 	ctx := context.Background()
 	s, err := testRT.Launch(ctx, pol)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Open(ctx, site.URL+"/sql-select.html"); err != nil {
+	if _, err := s.Open(ctx, site+"/sql-select.html"); err != nil {
 		b.Fatal(err)
 	}
 	v, err := s.read.view(ctx, nil)

@@ -4,9 +4,8 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,16 +30,16 @@ func TestVisibilityMovedUnderShots(t *testing.T) {
 		return `<!doctype html><body style="margin:0;background:#fff;font:16px/20px monospace"><p style="margin:0">` + words +
 			`</p><p style="margin:0;color:` + color + `">` + marker + `</p><p style="margin:0">the end of the page</p></body>`
 	}
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, page(r.URL.Query().Get("c")))
-	})
-	plain := httptest.NewServer(h)
-	secure, ca := testutil.NewTLSServer(h)
-	t.Cleanup(func() { plain.Close(); secure.Close() }) // after the parallel subtests
-	for _, srv := range []*httptest.Server{plain, secure} {
-		scheme := strings.SplitN(srv.URL, ":", 2)[0]
-		pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/p?c={c}\"]\n", srv.URL)), "moved")
+	dir := t.TempDir()
+	for _, color := range []string{"white", "black"} {
+		if err := os.WriteFile(filepath.Join(dir, color+".html"), []byte(page(color)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plain, secure, ca := testutil.ServeDir(t, dir) // closed after the parallel subtests
+	for _, origin := range []string{plain.URL, secure.URL} {
+		scheme := strings.SplitN(origin, ":", 2)[0]
+		pol, err := policy.Parse([]byte(fmt.Sprintf("version: 1\nsites:\n  - origin: %s\n    read: [\"/*\"]\n", origin)), "moved")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +73,7 @@ func TestVisibilityMovedUnderShots(t *testing.T) {
 					t.Fatalf("Launch: %v", err)
 				}
 				defer s.Close()
-				if _, err := s.Open(ctxT(t), srv.URL+"/p?c="+c.color); err != nil {
+				if _, err := s.Open(ctxT(t), origin+"/"+c.color+".html"); err != nil {
 					t.Fatalf("Open: %v", err)
 				}
 				text := readAll(t, s)
