@@ -556,16 +556,9 @@ func (j *pixelJob) layout(ctx context.Context, frame string, off [2]float64, dep
 	}
 	f.boxes = make([][][4]float64, len(l.Runs))
 	for i, raw := range l.Runs {
-		if s := string(raw); s == "null" || s == "0" {
-			continue
-		}
-		var bs [][4]float64
-		if err := json.Unmarshal(raw, &bs); err != nil {
+		bs, err := entryBoxes(raw, off)
+		if err != nil {
 			return fmt.Errorf("layout run %d: %w", i, err)
-		}
-		for k := range bs {
-			bs[k][0] += off[0]
-			bs[k][1] += off[1]
 		}
 		f.boxes[i] = bs
 	}
@@ -864,13 +857,9 @@ func (j *pixelJob) moved(ctx context.Context, keys []runKey) ([]runKey, error) {
 			continue
 		}
 		for _, k := range ks {
-			var bs [][4]float64
-			if s := string(l.Runs[k.run]); s != "null" && s != "0" && json.Unmarshal(l.Runs[k.run], &bs) != nil {
+			bs, err := entryBoxes(l.Runs[k.run], f.off)
+			if err != nil {
 				return nil, fmt.Errorf("layout run %d: unreadable", k.run)
-			}
-			for i := range bs {
-				bs[i][0] += f.off[0]
-				bs[i][1] += f.off[1]
 			}
 			if !sameBoxes(f.boxes[k.run], bs) {
 				out = append(out, k)
@@ -909,19 +898,33 @@ func (j *pixelJob) stillThere(ctx context.Context, f *frameRuns, ks []runKey) (b
 		if !ok {
 			return false, nil
 		}
-		var bs [][4]float64
-		if s := string(raw); s != "null" && s != "0" && json.Unmarshal(raw, &bs) != nil {
+		bs, err := entryBoxes(raw, f.off)
+		if err != nil {
 			return false, nil // "gone"
-		}
-		for i := range bs {
-			bs[i][0] += f.off[0]
-			bs[i][1] += f.off[1]
 		}
 		if !sameBoxes(f.boxes[k.run], bs) {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// entryBoxes is a run's boxes in the main frame's page coordinates, from what the reader's layout
+// (or boxes) mode reports of it in its frame, whose origin is off: nil for null (not shown now)
+// and 0 (beyond what scrolling shows); an error for anything else that is not a list of boxes.
+func entryBoxes(raw json.RawMessage, off [2]float64) ([][4]float64, error) {
+	if s := string(raw); s == "null" || s == "0" {
+		return nil, nil
+	}
+	var bs [][4]float64
+	if err := json.Unmarshal(raw, &bs); err != nil {
+		return nil, err
+	}
+	for i := range bs {
+		bs[i][0] += off[0]
+		bs[i][1] += off[1]
+	}
+	return bs, nil
 }
 
 // sameBoxes says whether now are old, within moveTolerance.
