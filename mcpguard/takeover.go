@@ -454,30 +454,63 @@ var takeoverTmpl = template.Must(template.New("takeover").Parse(`<!doctype html>
 <div id="in" hidden><form id="tf"><input id="text" autocomplete="off" aria-label="Text to type into the focused field"> <button>Type</button></form>
 <button data-key="Tab">Tab</button><button data-key="Shift+Tab">Shift+Tab</button><button data-key="Backspace">Backspace</button><button data-key="Enter">Enter</button>
 <p>Click the picture to click the page. What you type goes to the browser only: the agent's client sees none of it.</p>
-<img id="view" alt="the guard's browser"></div>
+<p id="frame" role="status"></p><img id="view" alt="the guard's browser"></div>
 <script>
+const $ = (id) => document.getElementById(id);
 const post = (p, body) => fetch(p, body === undefined ? {method: 'POST'} : {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)});
 // The person's input is sent one event at a time, in order: a click that focuses a field lands
 // before the text typed after it.
 let q = Promise.resolve();
 const send = (body) => { q = q.then(() => post('input', body)).catch(() => {}); return q; };
-let timer = null;
+// gen numbers each question about the lease (take, hand back, state): an answer is shown only if
+// no question was asked after it, so a slow answer to an older one never undoes a newer one.
+let gen = 0, live = false, timer = null, asking = false;
 const held = (h) => {
-  document.getElementById('st').textContent = h ? 'You have the wheel: the agent is paused.' : 'Nobody has the wheel: the agent\'s client drives the browser.';
-  document.getElementById('in').hidden = !h; document.getElementById('take').disabled = h; document.getElementById('back').disabled = !h;
-  clearInterval(timer); if (h) { timer = setInterval(() => { document.getElementById('view').src = 'frame?' + Date.now(); }, 700); }
+  live = h;
+  $('st').textContent = (h ? 'You have the wheel: the agent is paused.' : 'Nobody has the wheel: the agent\'s client drives the browser.');
+  $('in').hidden = !h; $('take').disabled = h; $('back').disabled = !h;
+  clearTimeout(timer); if (h) frame(gen);
 };
-document.getElementById('take').onclick = async () => { const r = await post('take'); held(r.ok); };
-document.getElementById('back').onclick = async () => { await q; await post('release'); held(false); };
-document.getElementById('view').onclick = (e) => { const b = e.target.getBoundingClientRect(); send({kind: 'click', x: (e.clientX - b.left) / b.width, y: (e.clientY - b.top) / b.height}); };
-document.getElementById('tf').onsubmit = (e) => { e.preventDefault(); const t = document.getElementById('text'); if (t.value) send({kind: 'text', text: t.value}); t.value = ''; };
+const state = async () => {
+  const g = ++gen;
+  try { const s = await (await fetch('state')).json(); if (g === gen) held(s.held); } catch (e) {}
+};
+// frame fetches one picture of the tab and asks for the next only when it has come: on a busy
+// machine a picture slower than the pause is shown, never dropped for the next one.
+const frame = async (g) => {
+  let r = null;
+  try { r = await fetch('frame?' + Date.now()); } catch (e) {}
+  if (g !== gen || !live) return;
+  if (r && r.status === 409) { state(); return; }
+  if (r && r.ok) {
+    const url = URL.createObjectURL(await r.blob()), old = $('view').src;
+    if (g !== gen || !live) { URL.revokeObjectURL(url); return; }
+    $('view').src = url; $('frame').textContent = '';
+    if (old.startsWith('blob:')) URL.revokeObjectURL(old);
+  } else {
+    $('frame').textContent = 'No picture of the browser: ' + (r ? (await r.text()).trim() : 'the guard did not answer') + '. Trying again.';
+  }
+  timer = setTimeout(() => frame(g), 500);
+};
+// Take and Hand back wait for the client's call in flight; the page does not ask the state meanwhile.
+$('take').onclick = async () => {
+  const g = ++gen; asking = true;
+  try { const r = await post('take'); if (g === gen) { if (r.ok) held(true); else state(); } } finally { asking = false; }
+};
+$('back').onclick = async () => {
+  const g = ++gen; asking = true; live = false;
+  try { await q; await post('release'); if (g === gen) held(false); } finally { asking = false; }
+};
+$('view').onclick = (e) => { const b = e.target.getBoundingClientRect(); send({kind: 'click', x: (e.clientX - b.left) / b.width, y: (e.clientY - b.top) / b.height}); };
+$('tf').onsubmit = (e) => { e.preventDefault(); const t = $('text'); if (t.value) send({kind: 'text', text: t.value}); t.value = ''; };
 for (const b of document.querySelectorAll('[data-key]')) b.onclick = () => send({kind: 'key', key: b.dataset.key});
-fetch('state').then(r => r.json()).then(s => held(s.held));
+// The lease may end without this page: idle or held too long, or handed back from another tab.
+state(); setInterval(() => { if (!live && !asking) state(); }, 5000);
 </script></body></html>`))
 
 func (t *takeover) pageHTML(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; img-src 'self'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; img-src 'self' blob:; style-src 'unsafe-inline'")
 	takeoverTmpl.Execute(w, nil)
 }

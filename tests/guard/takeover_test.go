@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -417,6 +418,16 @@ func (p *personBrowser) call(t *testing.T, session, method string, params map[st
 	}
 }
 
+// shows says whether a tab shows url.
+func (p *personBrowser) shows(t *testing.T, url string) bool {
+	t.Helper()
+	var targets struct {
+		Infos []struct{ Type, URL string } `json:"targetInfos"`
+	}
+	json.Unmarshal(p.call(t, "", "Target.getTargets", nil), &targets)
+	return slices.ContainsFunc(targets.Infos, func(ti struct{ Type, URL string }) bool { return ti.Type == "page" && ti.URL == url })
+}
+
 // attach attaches to the tab showing url and returns the DevTools session; the test fails when no
 // tab shows it.
 func (p *personBrowser) attach(t *testing.T, url string) string {
@@ -527,6 +538,22 @@ func (p *personBrowser) eval(t *testing.T, url, expr string) string {
 	return string(r.Result.Value)
 }
 
+// slowTakeoverNet slows the takeover page's fetches down in the person's browser: the first
+// answer to GET state is held until openState() is called (stateDone settles when the page has
+// it), and each picture (GET frame) comes 1.2 s late, longer than the page's pause between them.
+const slowTakeoverNet = `(() => {
+  const f = window.fetch.bind(window);
+  let open, done; const gate = new Promise(r => open = r);
+  window.openState = open; window.stateDone = new Promise(r => done = r);
+  let first = true;
+  window.fetch = (u, o) => {
+    const s = String(u), p = f(u, o);
+    if (s === 'state' && first) { first = false; return p.then(r => gate.then(() => { done(); return r; })); }
+    if (s.startsWith('frame')) return p.then(r => new Promise(ok => setTimeout(() => ok(r), 1200)));
+    return p;
+  };
+})()`
+
 // TestGuardTakeoverPage: the takeover page itself, in a browser, as a person uses it: Take the
 // wheel, the live view shows frames, a click on the picture and text typed in the page's box sign
 // in, Hand back. (The page is on loopback over http whatever the site's scheme; the site's
@@ -536,17 +563,36 @@ func TestGuardTakeoverPage(t *testing.T) {
 	g, page := guardedSignIn(t, s, "")
 	g.mustCall("browser_navigate", map[string]any{"url": s.URL + "/signin"})
 	pb := launchPersonBrowser(t, false)
-	pb.call(t, "", "Target.createTarget", map[string]any{"url": page})
+	// The person's network is slow, as on a busy machine: the page's first question about the
+	// lease is answered only after Take the wheel was, and every picture takes longer than the
+	// page's pause between pictures.
+	var tab struct{ TargetID string }
+	json.Unmarshal(pb.call(t, "", "Target.createTarget", map[string]any{"url": "about:blank"}), &tab)
+	var att struct{ SessionID string }
+	json.Unmarshal(pb.call(t, "", "Target.attachToTarget", map[string]any{"targetId": tab.TargetID, "flatten": true}), &att)
+	pb.call(t, att.SessionID, "Page.enable", nil)
+	pb.call(t, att.SessionID, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": slowTakeoverNet})
+	pb.call(t, att.SessionID, "Page.navigate", map[string]any{"url": page}) // the script lives as long as this session: it stays attached
 	if !testutil.Eventually(10*time.Second, func() bool {
-		return pb.eval(t, page, "document.readyState === 'complete' && !!document.getElementById('take')") == "true"
+		return pb.shows(t, page) && pb.eval(t, page, "document.readyState === 'complete' && !!document.getElementById('take')") == "true"
 	}) {
 		t.Fatalf("the takeover page did not load")
 	}
 	pb.eval(t, page, "document.getElementById('take').click()")
 	if !testutil.Eventually(10*time.Second, func() bool {
+		return pb.eval(t, page, "!document.getElementById('in').hidden") == "true"
+	}) {
+		t.Fatalf("Take the wheel: the page does not say the person has it: %s", pb.eval(t, page, "document.getElementById('st').textContent"))
+	}
+	// The answer to the page's first question (nobody has the wheel) arrives now, after the take.
+	pb.eval(t, page, "(async () => { openState(); await stateDone; await new Promise(r => setTimeout(r, 300)); })()")
+	if got := pb.eval(t, page, "document.getElementById('st').textContent"); !strings.Contains(got, "You have the wheel") {
+		t.Errorf("an answer to an older question undid Take the wheel: the page says %s", got)
+	}
+	if !testutil.Eventually(15*time.Second, func() bool {
 		return pb.eval(t, page, "document.getElementById('view').naturalWidth > 0") == "true"
 	}) {
-		t.Fatalf("the live view shows no frame after Take the wheel")
+		t.Fatalf("the live view shows no frame after Take the wheel: %s", pb.eval(t, page, "document.getElementById('frame').textContent"))
 	}
 	if text, isErr := g.call("browser_snapshot", nil); !isErr || !strings.Contains(text, "a person has the wheel") {
 		t.Errorf("a call while a person has the wheel: got %q, want it refused", text)
