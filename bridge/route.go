@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/browser-agent/browser-agent/bridge/internal/budget"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
@@ -107,7 +108,7 @@ func (f *fetcher) chain(ctx context.Context, ro *router, method, rawURL string, 
 			return &fetched{hops: hops}, err
 		}
 		brd := RequestDecision{Entry: policy.EntryOf(policy.LayerBrowser, method, cur, policy.Decision{}), ResourceType: rtype, Frame: frame, Hop: len(hops)}
-		if e := ro.budget.admit(); e != nil {
+		if e := ro.budget.Admit(); e != nil {
 			ro.budgetDenied(brd, e)
 			return &fetched{hops: hops}, e
 		}
@@ -320,7 +321,7 @@ type router struct {
 	pol     *policy.Policy
 	page    playwright.Page // the session's page: a request of any other is a popup's
 	fetcher *fetcher
-	budget  *budget
+	budget  *budget.Budget
 	life    *life
 	act     *activity
 	lease   *lease
@@ -347,7 +348,7 @@ func (ro *router) record(d RequestDecision) {
 // document fetches url, decided and allowed, as the main frame's document: a fetch slot, then the
 // redirect walk. The body is handed over later, through the route (navState).
 func (ro *router) document(ctx context.Context, url, ua string) (*fetched, error) {
-	release, err := ro.budget.acquire(ctx)
+	release, err := ro.budget.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +396,7 @@ func (ro *router) handleRoute(r playwright.Route) {
 		deny(ReasonClosed)
 		return
 	}
-	if e := ro.budget.spentErr(); e != nil {
+	if e := ro.budget.Spent(); e != nil {
 		ro.budgetDenied(rd, e)
 		abort()
 		return
@@ -448,14 +449,14 @@ func (ro *router) handleRoute(r playwright.Route) {
 		abort()
 		return
 	}
-	if e := ro.budget.pageRequest(); e != nil {
+	if e := ro.budget.PageRequest(); e != nil {
 		ro.budgetDenied(rd, e)
 		abort()
 		return
 	}
 	ctx, cancel := ro.requestContext()
 	defer cancel()
-	release, err := ro.budget.acquire(ctx)
+	release, err := ro.budget.Acquire(ctx)
 	if err != nil {
 		if e, ok := IsBudget(err); ok {
 			ro.budgetDenied(rd, e)

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/browser-agent/browser-agent/bridge/internal/budget"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
@@ -94,7 +95,7 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	}
 	s = &Session{rt: rt, pol: pol, cfg: cfg, act: &activity{}, lease: &lease{}, life: &life{done: make(chan struct{})}}
 	s.proc = &browserProc{cfg: &s.cfg, pol: pol}
-	s.route = &router{cfg: &s.cfg, pol: pol, budget: newBudget(pol.Limits(), cfg.bodyCap), life: s.life, act: s.act, lease: s.lease}
+	s.route = &router{cfg: &s.cfg, pol: pol, budget: budget.New(pol.Limits(), cfg.bodyCap), life: s.life, act: s.act, lease: s.lease}
 	watch := &watcher{cfg: &s.cfg, name: "__ba_" + randomHex(8), key: randomHex(16), act: s.act}
 	defer func() {
 		if err != nil {
@@ -255,7 +256,7 @@ func (s *Session) open(ctx context.Context, url string) (Page, error) {
 	}
 
 	s.route.nav.begin(f)
-	s.route.budget.newPage()
+	s.route.budget.NewPage()
 	start := time.Now()
 	_, gerr := s.page.Goto(f.url, playwright.PageGotoOptions{
 		Timeout:   playwright.Float(msUntil(deadlineOf(ctx))),
@@ -464,7 +465,7 @@ func (s *Session) withPageLate(ctx context.Context, op string, f func(ctx contex
 	}
 	call, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if e := s.route.budget.spentErr(); e != nil {
+	if e := s.route.budget.Spent(); e != nil {
 		return fmt.Errorf("%s: %w", op, e)
 	}
 	st, err := s.current(call)
@@ -687,11 +688,11 @@ func randomHex(n int) string {
 // spent, before or while the page loads, Open returns a *BudgetError and nothing of the page but
 // its URL and status.
 func (s *Session) Open(ctx context.Context, url string) (Page, error) {
-	if e := s.route.budget.spentErr(); e != nil {
+	if e := s.route.budget.Spent(); e != nil {
 		return Page{}, fmt.Errorf("open: %w", e)
 	}
 	p, err := s.open(ctx, url)
-	if e := s.route.budget.spentErr(); e != nil {
+	if e := s.route.budget.Spent(); e != nil {
 		return Page{URL: p.URL, Status: p.Status}, fmt.Errorf("open %s: %w", policy.CleanURL(url), e)
 	}
 	return p, err

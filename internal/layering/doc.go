@@ -9,21 +9,22 @@
 //	   bridge/internal/readerjs (the constants the bridge's page-side reader shares with Go)
 //	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
 //	   errors), on policy
-//	2  bridge (the guarded Chromium, which returns browse's types), proxy (the egress proxy),
+//	2  bridge/internal/budget (a bridge session's request budget, which spends browse's BudgetError)
+//	3  bridge (the guarded Chromium, which returns browse's types), proxy (the egress proxy),
 //	   audit (the store), each on policy; bridge/internal/genreader (writes the reader's
 //	   constants file)
-//	3  coordinator (the run: tools, checks, evidence; a Browser interface in browse's words: no
+//	4  coordinator (the run: tools, checks, evidence; a Browser interface in browse's words: no
 //	   bridge package among its dependencies), internal/testkit/browsertest, internal/testkit/testbrowser,
 //	   internal/queue (the run queue on River, on the audit store's database),
 //	   web/internal/demostate (the live demo's visit log and its tables, in the audit store's database)
-//	4  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
+//	5  coordinator/offline and coordinator/openai (models), internal/guarded (a bridge session
 //	   behind its own egress proxy), runner (running a run: one task, warm browsers, the queue's
 //	   jobs, recordings; used by serve, worker and record)
-//	5  the servers, web (serve) and mcpserver, mcpguard (MCP), and, beside them at
+//	6  the servers, web (serve) and mcpserver, mcpguard (MCP), and, beside them at
 //	   the edge, the demo: demo-site and demo-site/presets, which no server imports
-//	6  internal/cli (every subcommand; it hands the demo's presets, recorded
+//	7  internal/cli (every subcommand; it hands the demo's presets, recorded
 //	   runs and policy to web)
-//	7  the commands (cmd/...), bench, tests/..., examples/wiki; 8 examples/wiki/cmd/wiki
+//	8  the commands (cmd/...), bench, tests/..., examples/wiki; 9 examples/wiki/cmd/wiki
 //
 // ARCHITECTURE.md at the root walks a run through these packages.
 package layering
