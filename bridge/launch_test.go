@@ -34,9 +34,7 @@ func TestLaunchRefusesBrowserFailingVerification(t *testing.T) {
 			if checked == nil {
 				t.Fatal("the browser was never verified")
 			}
-			select {
-			case <-checked.life.done:
-			default:
+			if checked.life.ctx.Err() == nil {
 				t.Fatal("the refused session was not closed")
 			}
 			if _, err := os.Stat(checked.proc.profile); !errors.Is(err, os.ErrNotExist) {

@@ -547,15 +547,7 @@ func (ro *router) handlePopup(p playwright.Page) {
 // requestContext bounds one routed request's fetch by the navigation timeout and the session's
 // life.
 func (ro *router) requestContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.Background(), ro.cfg.navTimeout)
-	go func() {
-		select {
-		case <-ro.life.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return context.WithTimeout(ro.life.ctx, ro.cfg.navTimeout)
 }
 
 // sameURL compares two URLs as the policy canonicalizes them (fragment dropped).

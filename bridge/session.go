@@ -50,11 +50,18 @@ type Session struct {
 
 // life is the session's end: closed once (Close), or past its deadline (WithSessionTimeout).
 type life struct {
-	done      chan struct{} // closed when the session closes
+	ctx       context.Context // done when the session closes: every routed fetch's context derives from it
+	end       context.CancelFunc
 	closeOnce sync.Once
 	closeErr  error
 	expired   atomic.Bool
 	timer     *time.Timer
+}
+
+func newLife() *life {
+	l := &life{}
+	l.ctx, l.end = context.WithCancel(context.Background())
+	return l
 }
 
 // usable reports why the session cannot be used, or nil.
@@ -62,12 +69,10 @@ func (l *life) usable() error {
 	if l.expired.Load() {
 		return ErrSessionExpired
 	}
-	select {
-	case <-l.done:
+	if l.ctx.Err() != nil {
 		return ErrClosed
-	default:
-		return nil
 	}
+	return nil
 }
 
 // Launch starts a driver and one guarded Chromium for pol. Close stops both. To launch many
@@ -93,7 +98,7 @@ func launch(ctx context.Context, rt *Runtime, pol *policy.Policy, cfg config) (s
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	s = &Session{rt: rt, pol: pol, cfg: cfg, act: &activity{}, lease: &lease{}, life: &life{done: make(chan struct{})}}
+	s = &Session{rt: rt, pol: pol, cfg: cfg, act: &activity{}, lease: &lease{}, life: newLife()}
 	s.proc = &browserProc{cfg: &s.cfg, pol: pol}
 	s.route = &router{cfg: &s.cfg, pol: pol, budget: budget.New(pol.Limits(), cfg.bodyCap), life: s.life, act: s.act, lease: s.lease}
 	watch := &watcher{cfg: &s.cfg, name: "__ba_" + randomHex(8), key: randomHex(16), act: s.act}
@@ -594,7 +599,7 @@ func (s *Session) Screenshot(ctx context.Context) (png []byte, err error) {
 func (s *Session) Close() error {
 	s.cancelAhead()
 	s.life.closeOnce.Do(func() {
-		close(s.life.done)
+		s.life.end()
 		if s.life.timer != nil {
 			s.life.timer.Stop()
 		}

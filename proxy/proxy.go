@@ -346,14 +346,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // requestContext is parent, also cancelled when the proxy closes.
 func (p *Proxy) requestContext(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
-	go func() {
-		select {
-		case <-p.life.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	stop := context.AfterFunc(p.life.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // refuse answers with the proxy's own response and records the denial. noteKey, when not "",

@@ -758,6 +758,49 @@ func TestCloseFailsClosed(t *testing.T) {
 	}
 }
 
+// closeWithin closes p and fails the test with why when Close has not returned after d.
+func closeWithin(t *testing.T, p *Proxy, d time.Duration, why string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(d):
+		t.Fatal(why)
+	}
+}
+
+// TestCloseEndsRequestsInFlight: Close ends a request the upstream is slow to answer (its context
+// ends with the proxy) rather than waiting for the upstream, also where the proxy serves as a
+// handler of another server, whose requests' contexts do not end with the proxy.
+func TestCloseEndsRequestsInFlight(t *testing.T) {
+	up := newUpstream(t, false)
+	p, err := Start(context.Background(), testPolicy(t, up, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan int, 1)
+	go func() {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", up.URL+"/slow", nil)
+		r.Header.Set("Proxy-Authorization", "Basic "+basic(p.Credentials()))
+		p.ServeHTTP(w, r)
+		served <- w.Code
+	}()
+	select {
+	case <-up.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow request never reached the upstream")
+	}
+	closeWithin(t, p, 10*time.Second, "Close waited for the upstream: the request in flight did not end with the proxy")
+	if code := <-served; code == http.StatusOK {
+		t.Errorf("the request in flight when the proxy closed was answered 200")
+	}
+}
+
 func TestCloseEndsTunnels(t *testing.T) {
 	up := newUpstream(t, false)
 	tlsUp := newUpstream(t, true)
@@ -783,16 +826,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("TLS through the tunnel: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.Close() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not end an open tunnel")
-	}
+	closeWithin(t, p, 5*time.Second, "Close did not end an open tunnel")
 	if ds := rec.decisions(); len(ds) != 1 || ds[0].Method != "CONNECT" || !ds[0].Allowed() {
 		t.Errorf("Close returned before the tunnel's record: %+v", ds)
 	}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net"
 	"sync"
 )
@@ -11,13 +12,16 @@ import (
 type lifecycle struct {
 	mu       sync.Mutex
 	closed   bool
-	done     chan struct{} // closed by close
+	ctx      context.Context // done once closed: each request's context ends with it
+	end      context.CancelFunc
 	tunnels  map[net.Conn]struct{}
 	inflight sync.WaitGroup
 }
 
 func newLifecycle() *lifecycle {
-	return &lifecycle{done: make(chan struct{}), tunnels: map[net.Conn]struct{}{}}
+	l := &lifecycle{tunnels: map[net.Conn]struct{}{}}
+	l.ctx, l.end = context.WithCancel(context.Background())
+	return l
 }
 
 // enter counts a request in flight; false once the proxy is closed. leave ends it.
@@ -54,7 +58,7 @@ func (l *lifecycle) untrack(conns ...net.Conn) {
 	}
 }
 
-// close marks the proxy closed, closes done and every tracked tunnel; false when it already was.
+// close marks the proxy closed, ends ctx, closes every tracked tunnel; false when it already was.
 func (l *lifecycle) close() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -62,7 +66,7 @@ func (l *lifecycle) close() bool {
 		return false
 	}
 	l.closed = true
-	close(l.done)
+	l.end()
 	for c := range l.tunnels {
 		c.Close()
 	}
