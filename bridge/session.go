@@ -58,6 +58,7 @@ type life struct {
 	timer     *time.Timer
 }
 
+// newLife is a session's life, open until end is called (Close).
 func newLife() *life {
 	l := &life{}
 	l.ctx, l.end = context.WithCancel(context.Background())
