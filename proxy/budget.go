@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/browser-agent/browser-agent/internal/countio"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -60,15 +61,6 @@ func (p *Proxy) refuseOverBudget(w http.ResponseWriter, r *http.Request, rec *De
 }
 
 // count passes r through, counting what is read.
-func (b *budget) count(r io.Reader) io.Reader { return &budgetReader{r: r, b: b} }
-
-type budgetReader struct {
-	r io.Reader
-	b *budget
-}
-
-func (c *budgetReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.b.used.Add(int64(n))
-	return n, err
+func (b *budget) count(r io.Reader) io.Reader {
+	return countio.Reader(r, func(n int64) { b.used.Add(n) })
 }

@@ -4,8 +4,9 @@
 // and fails on an import of a package's own layer or above, and on a package no layer names.
 //
 //	0  policy (decisions, the one decision record policy.Entry), internal/startup, internal/testkit/testutil,
-//	   internal/wall (the OS network wall's launcher), internal/procs (the processes of /proc), internal/testkit/pgtest (a PostgreSQL server for
-//	   tests), extension (the side panel's render.js, which web serves too), internal/layering,
+//	   internal/wall (the OS network wall's launcher), internal/procs (the processes of /proc),
+//	   internal/countio (a reader that counts, for the bridge's and the proxy's byte budgets),
+//	   internal/testkit/pgtest (a PostgreSQL server for tests), extension (the side panel's render.js, which web serves too), internal/layering,
 //	   bridge/internal/readerjs (the constants the bridge's page-side reader shares with Go)
 //	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
 //	   errors), on policy

@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 
 	"github.com/browser-agent/browser-agent/browse"
+	"github.com/browser-agent/browser-agent/internal/countio"
 	"github.com/browser-agent/browser-agent/policy"
 	"golang.org/x/sync/semaphore"
 )
@@ -149,19 +150,12 @@ func (b *Budget) Gate(ctx context.Context, n int64) (release func(), err error) 
 
 // Count passes r through, adding what is read to the run's bytes; the read that reaches the
 // limit spends the budget.
-func (b *Budget) Count(r io.Reader) io.Reader { return &countingReader{r: r, b: b} }
-
-type countingReader struct {
-	r io.Reader
-	b *Budget
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	if n > 0 && c.b.bytes.Add(int64(n)) >= c.b.maxBytes {
-		c.b.spend(&browse.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: c.b.maxBytes})
-	}
-	return n, err
+func (b *Budget) Count(r io.Reader) io.Reader {
+	return countio.Reader(r, func(n int64) {
+		if b.bytes.Add(n) >= b.maxBytes {
+			b.spend(&browse.BudgetError{Reason: policy.ReasonBudgetRunBytes, Limit: b.maxBytes})
+		}
+	})
 }
 
 // ProxyRefused spends the budget because the run's egress proxy refused a fetch, its own count of
