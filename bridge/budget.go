@@ -60,6 +60,9 @@ func (f *fetched) dropGate() {
 // fulfilGate waits until a body of n bytes may be handed to the browser. release is nil when the
 // session closed or the navigation timeout passed first.
 func (ro *router) fulfilGate(n int) (release func()) {
+	if n < budget.SmallBody {
+		return func() {} // nothing to wait for: no request context for it
+	}
 	ctx, cancel := ro.requestContext()
 	defer cancel()
 	release, err := ro.budget.Gate(ctx, int64(n))
