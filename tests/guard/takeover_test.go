@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -418,19 +417,8 @@ func (p *personBrowser) call(t *testing.T, session, method string, params map[st
 	}
 }
 
-// shows says whether a tab shows url.
-func (p *personBrowser) shows(t *testing.T, url string) bool {
-	t.Helper()
-	var targets struct {
-		Infos []struct{ Type, URL string } `json:"targetInfos"`
-	}
-	json.Unmarshal(p.call(t, "", "Target.getTargets", nil), &targets)
-	return slices.ContainsFunc(targets.Infos, func(ti struct{ Type, URL string }) bool { return ti.Type == "page" && ti.URL == url })
-}
-
-// attach attaches to the tab showing url and returns the DevTools session; the test fails when no
-// tab shows it.
-func (p *personBrowser) attach(t *testing.T, url string) string {
+// tabOf is the target of the tab showing url (the last one listed), "" when no tab shows it.
+func (p *personBrowser) tabOf(t *testing.T, url string) string {
 	t.Helper()
 	var targets struct {
 		Infos []struct{ TargetID, Type, URL string } `json:"targetInfos"`
@@ -442,6 +430,14 @@ func (p *personBrowser) attach(t *testing.T, url string) string {
 			id = ti.TargetID
 		}
 	}
+	return id
+}
+
+// attach attaches to the tab showing url and returns the DevTools session; the test fails when no
+// tab shows it.
+func (p *personBrowser) attach(t *testing.T, url string) string {
+	t.Helper()
+	id := p.tabOf(t, url)
 	if id == "" {
 		t.Fatalf("no tab shows %s", url)
 	}
@@ -574,7 +570,7 @@ func TestGuardTakeoverPage(t *testing.T) {
 	pb.call(t, att.SessionID, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": slowTakeoverNet})
 	pb.call(t, att.SessionID, "Page.navigate", map[string]any{"url": page}) // the script lives as long as this session: it stays attached
 	if !testutil.Eventually(10*time.Second, func() bool {
-		return pb.shows(t, page) && pb.eval(t, page, "document.readyState === 'complete' && !!document.getElementById('take')") == "true"
+		return pb.tabOf(t, page) != "" && pb.eval(t, page, "document.readyState === 'complete' && !!document.getElementById('take')") == "true"
 	}) {
 		t.Fatalf("the takeover page did not load")
 	}
