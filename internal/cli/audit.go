@@ -21,7 +21,7 @@ var _ coordinator.Recorder = (*audit.Store)(nil)
 // auditCmd is "browser-agent audit [--db FILE] [--json] [--limit N] [RUN_ID]".
 func auditCmd(e *env, args []string) error {
 	fs := newFlags(e, "audit", "[--db FILE] [--json] [--limit N] [RUN_ID] | --check")
-	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	dbFile := dbFlag(fs, new(string), "audit database", false)
 	asJSON := fs.Bool("json", false, "print JSON on stdout")
 	limit := fs.Int("limit", 50, "list at most N runs, newest first (0: all)")
 	check := fs.Bool("check", false, "run SQLite's integrity check and list runs without a terminal status; exit 1 when either finds a problem")

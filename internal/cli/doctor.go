@@ -33,7 +33,7 @@ type check struct {
 func doctorCmd(e *env, args []string) error {
 	fs := newFlags(e, "doctor", "[--policy FILE] [--db FILE] [--json] | --chromium-version")
 	polFile := fs.String("policy", "", "policy file to check (default: the embedded demo-site policy)")
-	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	dbFile := dbFlag(fs, new(string), "audit database", false)
 	asJSON := fs.Bool("json", false, "print the checks as one JSON object")
 	onlyVersion := fs.Bool("chromium-version", false, "print only the Chromium a run would use, its version, and whether the suite has run green on it (no launch)")
 	if err := parseFlagsOnly(fs, args); err != nil {

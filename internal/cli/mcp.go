@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/mcpserver"
 	"github.com/browser-agent/browser-agent/policy"
@@ -82,9 +81,9 @@ type serverFlags struct {
 // addServerFlags registers the server commands' shared flags on fs.
 func addServerFlags(fs *flag.FlagSet) serverFlags {
 	return serverFlags{
-		policy: fs.String("policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)"),
+		policy: policyFlag(fs, new(string)),
 		http:   fs.String("http", "", "serve Streamable HTTP on ADDR (e.g. 127.0.0.1:8765) instead of stdio; a host other than loopback needs $"+EnvMCPToken),
-		db:     fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")"),
+		db:     dbFlag(fs, new(string), "audit database", false),
 	}
 }
 

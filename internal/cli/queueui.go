@@ -20,7 +20,7 @@ const DefaultQueueUIAddr = "127.0.0.1:8091"
 // queue, on loopback only (it can cancel, retry and delete jobs), until SIGINT or SIGTERM.
 func queueUICmd(e *env, args []string) error {
 	fs := newFlags(e, "queue-ui", "[--db FILE|postgres://...] [--addr 127.0.0.1:8091]")
-	db := fs.String("db", "", "the database of the queue: an SQLite file (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+") or a postgres:// URL")
+	db := dbFlag(fs, new(string), "the database of the queue", true)
 	addr := fs.String("addr", DefaultQueueUIAddr, "loopback address to listen on")
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err

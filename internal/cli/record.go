@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
 	"github.com/browser-agent/browser-agent/policy"
@@ -24,9 +23,9 @@ const DefaultRecordDir = "demo-site/presets/recorded"
 func recordCmd(e *env, args []string) error {
 	fs := newFlags(e, "record", "[--out DIR] [--model M] [--policy FILE] [--db FILE] [--preset NAME]... [--no-frames]")
 	out := fs.String("out", DefaultRecordDir, "directory to write PRESET.json files to")
-	polFile := fs.String("policy", "", "policy file (default: start the embedded demo site and use its policy)")
-	modelSpec := fs.String("model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
-	dbFile := fs.String("db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	polFile := policyFlag(fs, new(string))
+	modelSpec := modelFlag(fs, new(string))
+	dbFile := dbFlag(fs, new(string), "audit database", false)
 	noFrames := fs.Bool("no-frames", false, "record no screenshots of the agent's browser")
 	var names listFlag
 	fs.Var(&names, "preset", "record only this preset (repeatable; default: all five)")

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/coordinator/offline"
 	openaimodel "github.com/browser-agent/browser-agent/coordinator/openai"
@@ -40,10 +39,10 @@ func runCmd(e *env, args []string) error {
 	cfg := RunConfig{Stdout: e.stdout, Stderr: e.stderr}
 	fs.StringVar(&cfg.Task, "task", "", "the task, naming one record ID, e.g. \"Look up SYN-0042\"")
 	fs.StringVar(&cfg.Preset, "preset", "", "a preset task: "+strings.Join(presetNames(), ", "))
-	fs.StringVar(&cfg.PolicyFile, "policy", "", "policy file (default: start the embedded demo site and use its policy)")
-	fs.StringVar(&cfg.Model, "model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
+	policyFlag(fs, &cfg.PolicyFile)
+	modelFlag(fs, &cfg.Model)
 	fs.BoolVar(&cfg.JSON, "json", false, "print the result as one JSON object on stdout")
-	fs.StringVar(&cfg.DB, "db", "", "audit database (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+")")
+	dbFlag(fs, &cfg.DB, "audit database", false)
 	fs.StringVar(&cfg.Transcript, "transcript", "", "write every message given to and returned by the model to FILE, as JSON lines")
 	fs.BoolVar(&cfg.WithheldList, "withheld-list", false, "debug: at the end of each page read, list every text node withheld (reason, box, characters, tag; never its text) in the tool result (see it with --transcript)")
 	if err := parseFlags(fs, args); err != nil {

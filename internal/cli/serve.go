@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/browser-agent/browser-agent/audit"
 	"github.com/browser-agent/browser-agent/bridge"
 	"github.com/browser-agent/browser-agent/coordinator"
 	"github.com/browser-agent/browser-agent/demo-site/presets"
@@ -50,9 +49,9 @@ var serveListening = func(addr string) {}
 func serveCmd(e *env, args []string) error {
 	fs := newFlags(e, "serve", "[--addr 127.0.0.1:8080] [--policy FILE] [--model M] [--db FILE] [--trusted-proxy CIDR]... [--allow-origin ORIGIN]...")
 	addr := fs.String("addr", DefaultServeAddr, "address to listen on")
-	polFile := fs.String("policy", "", "policy file (default: start the embedded demo site and use its policy)")
-	modelSpec := fs.String("model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
-	dbFile := fs.String("db", "", "audit database, also the spend ledger and the run queue: an SQLite file (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+") or a postgres:// URL")
+	polFile := policyFlag(fs, new(string))
+	modelSpec := modelFlag(fs, new(string))
+	dbFile := dbFlag(fs, new(string), "audit database, also the spend ledger and the run queue", true)
 	var proxies, origins listFlag
 	fs.Var(&proxies, "trusted-proxy", "believe X-Forwarded-For from this proxy address or CIDR (repeatable)")
 	fs.Var(&origins, "allow-origin", "let this origin call the API, e.g. chrome-extension://ID for the side panel (repeatable)")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -137,4 +138,31 @@ func logStartFailure(e *env, err error) {
 	if err != nil && errors.As(err, &sf) && sf.Error() != sf.StartReason() {
 		fmt.Fprintf(e.stderr, "browser-agent: %s\n", sf.Error())
 	}
+}
+
+// The flags the commands that start up a run share, each worded once: where the store is, the
+// policy and the model. Each registers its flag on fs into p and returns p.
+
+// dbFlag registers --db: holds says what the database holds for the command; queue, that it may
+// be a PostgreSQL URL (the commands that use the run queue).
+func dbFlag(fs *flag.FlagSet, p *string, holds string, queue bool) *string {
+	where := "default $BROWSER_AGENT_DB, else " + audit.DefaultPath()
+	if queue {
+		fs.StringVar(p, "db", "", holds+": an SQLite file ("+where+") or a postgres:// URL")
+	} else {
+		fs.StringVar(p, "db", "", holds+" ("+where+")")
+	}
+	return p
+}
+
+// policyFlag registers --policy for a command that, without it, serves the embedded demo site.
+func policyFlag(fs *flag.FlagSet, p *string) *string {
+	fs.StringVar(p, "policy", "", "policy file (default: serve the embedded demo site in-process and use its policy)")
+	return p
+}
+
+// modelFlag registers --model.
+func modelFlag(fs *flag.FlagSet, p *string) *string {
+	fs.StringVar(p, "model", modelOffline, "offline, script:FILE or openai:NAME (NAME must be approved by the policy)")
+	return p
 }

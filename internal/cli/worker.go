@@ -35,9 +35,9 @@ func checkRunTimes(runTimeout, drain time.Duration) error {
 // SIGINT or SIGTERM.
 func workerCmd(e *env, args []string) error {
 	fs := newFlags(e, "worker", "[--db FILE|postgres://...] [--workers N] [--policy FILE] [--run-timeout D] [--rescue-after D] [--drain D]")
-	db := fs.String("db", "", "the database of the queue and the audit: an SQLite file (default $BROWSER_AGENT_DB, else "+audit.DefaultPath()+") or a postgres:// URL")
+	db := dbFlag(fs, new(string), "the database of the queue and the audit", true)
 	workers := fs.Int("workers", 1, "runs at a time in this process (each with its own browser started in advance)")
-	polFile := fs.String("policy", "", "policy file (default: start the embedded demo site and use its policy)")
+	polFile := policyFlag(fs, new(string))
 	runTimeout := fs.Duration("run-timeout", runner.DefaultRunDeadline, "bounds one run; serve and every worker of a queue must give the same")
 	rescue := fs.Duration("rescue-after", 0, "how long a run's job may stay taken before the queue hands it out again (its worker died); default the run timeout + "+(queue.JobSlack+queue.RescueSlack).String())
 	drain := fs.Duration("drain", DefaultWorkerDrain, "on SIGINT or SIGTERM, how long runs may go on before they are interrupted")
