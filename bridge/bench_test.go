@@ -67,7 +67,7 @@ func benchGuarded(b *testing.B, opts ...Option) {
 
 // BenchmarkReadVisibility times Open plus Read, with visibility decided by rendering (the default)
 // and by the paint heuristics alone, on the demo site's record page and on a long page (1500
-// paragraphs, about 50 000 px tall: shot in bands of maxBandH). Report the medians of
+// paragraphs, about 50 000 px tall: shot in bands of pixels.MaxBandH). Report the medians of
 // -count runs.
 func BenchmarkReadVisibility(b *testing.B) {
 	ctx := context.Background()

@@ -34,7 +34,7 @@
 //   - pageReader (reader.go): the page's frames over CDP, the reader (js/reader, one file per job;
 //     its constants shared with Go come from internal/readerjs) in an isolated world per frame,
 //     the credential checks around a read; the pixel proof (visibility.go: layout, shots, paint
-//     toggling) and its arithmetic (pixels.go: bands, drawn pixels).
+//     toggling) and its arithmetic (internal/pixels: bands, drawn pixels, thresholds).
 //   - watcher (watch.go): init.js's watch drained in every frame, and the quiet waits.
 //   - activity (settle.go): the route's requests in flight, and the settle after load.
 //   - lease (takeover.go): the sign-in lease, and the takeover's input and screenshot.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/browser-agent/browser-agent/bridge/internal/pixels"
 	"github.com/browser-agent/browser-agent/bridge/internal/readerjs"
 )
 
@@ -25,7 +26,7 @@ import (
 // still, so that a pulsing heading is read as drawn at that moment), the reader lays out every
 // frame (the main frame and each visible child frame, same-process or not) and reports each run's
 // boxes, mapped to the main frame's page coordinates. A pixel is drawn by a run when it lies in
-// the run's boxes and in no other run's and drawing the runs changes it by pixelDelta or more.
+// the run's boxes and in no other run's and drawing the runs changes it by pixels.Delta or more.
 //
 // Two frames prove a page (twoFrames, shootTwo): A, as it is, and D, with exactly the runs'
 // paint off: their parent elements' text fill, stroke and shadows (SVG fill and stroke), while
@@ -45,7 +46,7 @@ import (
 // paint transparent (fill, stroke, shadow, SVG fill) and shoots (B), makes only the paint of
 // generated content, list markers and form controls transparent and shoots again (C), restores the
 // paint and shoots a fourth time (A2), in every frame at once; there a pixel must also be stable
-// between A and A2 and not drawn by other text (A and C differ by less than pixelDelta). Then the
+// between A and A2 and not drawn by other text (A and C differ by less than pixels.Delta). Then the
 // reader reads each frame, in the same frozen state, with one verdict per run (and the credential
 // check in that same evaluation). A two-frame proof during which a frame's scroll positions moved
 // (a smooth scroll the page started) decides nothing.
@@ -56,7 +57,7 @@ import (
 // shot in a pass of their own, up to maxReveals passes. Text in a position: fixed subtree is
 // judged only where the viewport shows it, since no scroll shows the rest (the reader clips its
 // boxes to the viewport). The main frame is shot in page coordinates beyond the viewport
-// (captureBeyondViewport), however long the page, in bands of at most maxBandH px. Scroll positions the passes changed are left as they are.
+// (captureBeyondViewport), however long the page, in bands of at most pixels.MaxBandH px. Scroll positions the passes changed are left as they are.
 //
 // Fail closed, and go on later rather than guess: the first pass shoots the page top down, a
 // group of bands at a time, and decides each run once the bands holding it are shot. A phase
@@ -74,23 +75,35 @@ import (
 // in the background colour, nested or filtered opacity, clip paths, masks, blend modes, an
 // overlay on top) leaves no drawn pixel.
 //
-// Thresholds (measured on the corpus in visibility_test.go):
-const (
-	// pixelDelta is the least per-channel difference between A and B that counts a pixel as
-	// drawn by text: below it the text is too faint to read against what is behind it (black at
-	// opacity 0.12 on white gives 31).
-	pixelDelta = 32
-	// pixelStable is the most difference between A and A2 for a pixel to be compared at all.
-	pixelStable = 8
-	// minPixels is the least number of drawn pixels for a run to be visible.
-	minPixels = 3
-	// minRunHeight is the least height, in CSS px after transforms, of a run's tallest box (the
-	// line box: about 1.2 times the effective font size). Below it text scaled down is a smudge.
-	minRunHeight = 6
-	// maxPixelTime bounds the pixel phase (and at most half of what is left of the read's
-	// time): what it has not decided by then is withheld, and the result says so.
-	maxPixelTime = 10 * time.Second
+// The arithmetic (the bands, the drawn pixels, its thresholds, measured on the corpus in
+// visibility_test.go) is bridge/internal/pixels; this file shoots and decides.
+
+// maxPixelTime bounds the pixel phase (and at most half of what is left of the read's time): what
+// it has not decided by then is withheld, and the result says so.
+const maxPixelTime = 10 * time.Second
+
+// runKey names a run: its frame and its index there. The pixel arithmetic keys its counts by it.
+type runKey struct {
+	f   *frameRuns
+	run int
+}
+
+type (
+	runBox = pixels.Run[runKey]
+	tally  = pixels.Tally
+	band   = pixels.Band
 )
+
+// pendingRun says whether k's run is still to be decided (pixels.CountBand counts only those).
+func pendingRun(k runKey) bool { return k.f.pending[k.run] }
+
+// verdictOf is a run's verdict from its tally (pixels.Visible).
+func verdictOf(tl *tally) int {
+	if pixels.Visible(tl) {
+		return runVisible
+	}
+	return runHidden
+}
 
 // thaw makes every target's page active again, even when ctx is over.
 func thaw(ctx context.Context, v *pageView) {
@@ -299,8 +312,8 @@ func (j *pixelJob) voidChanged(bands []band, all []runBox, counts map[runKey]*ta
 	}
 	n := 0
 	for _, rb := range all {
-		k := runKey{rb.f, rb.run}
-		if j.changed[k] || !rb.f.pending[rb.run] || !inBands(rb.box, bands) {
+		k := rb.Key
+		if j.changed[k] || !pendingRun(k) || !inBands(rb.Box, bands) {
 			continue
 		}
 		hit := anywhere
@@ -308,7 +321,7 @@ func (j *pixelJob) voidChanged(bands []band, all []runBox, counts map[runKey]*ta
 			if hit {
 				break
 			}
-			hit = overlaps(rb.box, r)
+			hit = overlaps(rb.Box, r)
 		}
 		if hit {
 			j.changed[k] = true
@@ -324,7 +337,7 @@ func (j *pixelJob) voidChanged(bands []band, all []runBox, counts map[runKey]*ta
 // inBands says whether box meets one of bands.
 func inBands(box [4]float64, bands []band) bool {
 	for _, b := range bands {
-		if overlaps(box, [4]float64{b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0}) {
+		if overlaps(box, [4]float64{b.X0, b.Y0, b.X1 - b.X0, b.Y1 - b.Y0}) {
 			return true
 		}
 	}
@@ -667,9 +680,9 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		f := j.frames[id]
 		for i, bs := range f.boxes {
 			for _, b := range bs {
-				rb := runBox{f: f, run: i, box: b, ink: inkBox(b, f.inks[i])}
+				rb := runBox{Key: runKey{f, i}, Box: b, Ink: pixels.InkBox(b, f.inks[i])}
 				if j.r.cfg.noReach {
-					rb.ink = b
+					rb.Ink = b
 				}
 				all = append(all, rb)
 			}
@@ -699,29 +712,29 @@ func (j *pixelJob) pass(ctx context.Context) error {
 	for _, rb := range all {
 		// An out-of-process frame is drawn only inside the viewport: its runs elsewhere wait
 		// for a pass that scrolls the page to them.
-		if at, ok := stop[rb.f]; ok && rb.run > at {
+		if at, ok := stop[rb.Key.f]; ok && rb.Key.run > at {
 			continue
 		}
-		if rb.f.pending[rb.run] && (!j.remote(rb.f) || j.inViewRun(rb.f, rb.run)) {
+		if pendingRun(rb.Key) && (!j.remote(rb.Key.f) || j.inViewRun(rb.Key.f, rb.Key.run)) {
 			judge = append(judge, rb)
 		}
 	}
 	if len(judge) == 0 {
 		return nil
 	}
-	// Only the start of each box is shot (sliceW px of it): a run is visible from minPixels
-	// drawn pixels on, anywhere in its boxes, so a slice can only find fewer of them (the
-	// verdict errs towards hidden), and the shots shrink to a narrow column on most pages.
+	// Only the start of each box is shot (pixels.SliceW px of it): a run is visible from
+	// pixels.MinPixels drawn pixels on, anywhere in its boxes, so a slice can only find fewer of
+	// them (the verdict errs towards hidden), and the shots shrink to a narrow column on most pages.
 	slices := make([]runBox, len(judge))
 	for i, rb := range judge {
-		rb.box[2] = min(rb.box[2], sliceW)
+		rb.Box[2] = min(rb.Box[2], pixels.SliceW)
 		slices[i] = rb
 	}
-	bands, in := bandsOf(slices, j.bandH())
+	bands, in := pixels.BandsOf(slices, j.bandH())
 	// The band after which each run can be decided: the last one holding a slice of it.
 	last := map[runKey]int{}
 	for i, rb := range slices {
-		k := runKey{rb.f, rb.run}
+		k := rb.Key
 		last[k] = max(last[k], in[i])
 	}
 	counts := map[runKey]*tally{}
@@ -731,8 +744,8 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		// The first group of a phase is one band, and so is every group of a page whose phases
 		// ran out of time before deciding anything (shrink): the least that makes progress.
 		g1, h := g0, 0.0
-		for g1 < len(bands) && (g1 == g0 || (j.groups > 0 && j.shrink() == 0 && h+bands[g1].y1-bands[g1].y0 <= maxGroupH)) {
-			h += bands[g1].y1 - bands[g1].y0
+		for g1 < len(bands) && (g1 == g0 || (j.groups > 0 && j.shrink() == 0 && h+bands[g1].Y1-bands[g1].Y0 <= maxGroupH)) {
+			h += bands[g1].Y1 - bands[g1].Y0
 			g1++
 		}
 		if h := j.r.cfg.beforeShots; h != nil {
@@ -754,7 +767,7 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		var decide []runKey
 		seen := map[runKey]bool{}
 		for _, rb := range judge {
-			if k := (runKey{rb.f, rb.run}); rb.f.pending[rb.run] && last[k] < g1 && !seen[k] && !j.changed[k] {
+			if k := rb.Key; pendingRun(k) && last[k] < g1 && !seen[k] && !j.changed[k] {
 				seen[k] = true
 				decide = append(decide, k)
 			}
@@ -780,18 +793,18 @@ func (j *pixelJob) pass(ctx context.Context) error {
 		}
 		var now []runKey // decided by this group
 		for _, rb := range judge {
-			k := runKey{rb.f, rb.run}
-			if !rb.f.pending[rb.run] || last[k] >= g1 {
+			k := rb.Key
+			if !pendingRun(k) || last[k] >= g1 {
 				continue
 			}
 			if j.changed[k] {
-				rb.f.unsure[rb.run] = readerjs.WhyChanged // pending: shot again, or withheld
+				rb.Key.f.unsure[rb.Key.run] = readerjs.WhyChanged // pending: shot again, or withheld
 				continue
 			}
-			rb.f.pending[rb.run] = false
+			rb.Key.f.pending[rb.Key.run] = false
 			j.decided++
 			now = append(now, k)
-			rb.f.verdicts[rb.run] = verdictOf(counts[k])
+			rb.Key.f.verdicts[rb.Key.run] = verdictOf(counts[k])
 		}
 		if err := j.recheckRemote(ctx, bands[g0:g1], all, now); err != nil {
 			return err
@@ -990,8 +1003,8 @@ func (j *pixelJob) shrink() int {
 	return j.prev.shrink
 }
 
-// bandH is the tallest band: maxBandH, halved for each phase of the page that decided nothing.
-func (j *pixelJob) bandH() float64 { return maxBandH / float64(int(1)<<j.shrink()) }
+// bandH is the tallest band: pixels.MaxBandH, halved for each phase of the page that decided nothing.
+func (j *pixelJob) bandH() float64 { return pixels.MaxBandH / float64(int(1)<<j.shrink()) }
 
 // errPhaseLimit stops a phase after the groups the configuration allows (tests).
 var errPhaseLimit = errors.New("pixel phase: group limit")
@@ -1030,7 +1043,7 @@ func (j *pixelJob) proven() int {
 
 // maxGroupH bounds, in CSS px, the bands shot between two paint changes: the unit of progress of
 // a phase that runs out of time.
-const maxGroupH = 2 * maxBandH
+const maxGroupH = 2 * pixels.MaxBandH
 
 // shootGroup shoots bands four times, in this order: as the page is (A), with all text paint
 // off (B), with only the paint of text that is not a run off (C), and as the page is again (A2);
@@ -1044,7 +1057,7 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 		out := make([]image.Image, len(bands))
 		for i, b := range bands {
 			start := time.Now()
-			img, err := shoot(ctx, t, b.x0, b.y0, b.x1-b.x0, b.y1-b.y0)
+			img, err := shoot(ctx, t, b.X0, b.Y0, b.X1-b.X0, b.Y1-b.Y0)
 			j.r.cfg.took("shot", start)
 			if err != nil {
 				return nil, err
@@ -1086,7 +1099,7 @@ func (j *pixelJob) shootGroup(ctx context.Context, bands []band, all []runBox, c
 		return err
 	}
 	for i, bd := range bands {
-		countBand(bd, all, j.moverBoxes(), a[i], b[i], c[i], a2[i], counts)
+		pixels.CountBand(bd, all, pendingRun, j.moverBoxes(), a[i], b[i], c[i], a2[i], counts)
 	}
 	if j.tampered {
 		j.voidChanged(bands, all, counts)
@@ -1183,7 +1196,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		}
 		if !j.r.cfg.oneD {
 			for i := range d {
-				d[i] = confirmed(a[i], d[i], d2[i])
+				d[i] = pixels.Confirmed(a[i], d[i], d2[i])
 			}
 		}
 		// A third A, last: the frame's surface may show, in one shot, a state older than the
@@ -1211,7 +1224,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 			}
 			merged := make([]image.Image, len(a2)) // a new slice: a2 may be a's (staleA2)
 			for i := range a2 {
-				merged[i] = stableIn(a[i], a2[i], a3[i], a4[i])
+				merged[i] = pixels.StableIn(a[i], a2[i], a3[i], a4[i])
 			}
 			a2 = merged
 		}
@@ -1226,7 +1239,7 @@ func (j *pixelJob) shootTwo(ctx context.Context, bands []band, all []runBox, cou
 		}
 	}
 	for i, bd := range bands {
-		countBand(bd, all, j.moverBoxes(), a[i], d[i], a[i], a2[i], counts)
+		pixels.CountBand(bd, all, pendingRun, j.moverBoxes(), a[i], d[i], a[i], a2[i], counts)
 	}
 	if !remote && !j.tampered && !j.r.cfg.noSplit {
 		if err := j.split(ctx, bands, all, a, d, counts, shootAll); err != nil {
@@ -1255,21 +1268,21 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 	boxes := map[runKey][][4]float64{}
 	var cands []runKey
 	for _, rb := range all {
-		k := runKey{rb.f, rb.run}
-		if !rb.f.pending[rb.run] || !inBands(rb.box, bands) {
+		k := rb.Key
+		if !pendingRun(k) || !inBands(rb.Box, bands) {
 			continue
 		}
-		if tl := counts[k]; tl != nil && tl.drawn >= minPixels {
+		if tl := counts[k]; tl != nil && tl.Drawn >= pixels.MinPixels {
 			continue
 		}
 		if boxes[k] == nil {
 			cands = append(cands, k)
 		}
-		boxes[k] = append(boxes[k], rb.box)
+		boxes[k] = append(boxes[k], rb.Box)
 	}
 	overlapsOther := func(k runKey) bool {
 		for _, rb := range all {
-			if (rb.f != k.f || rb.run != k.run) && meets(boxes[k], rb.reach()) {
+			if rb.Key != k && meets(boxes[k], rb.Reach()) {
 				return true
 			}
 		}
@@ -1319,13 +1332,13 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 		}
 		var sub []runBox
 		for _, rb := range all {
-			if off[rb.f.id][rb.run] {
+			if off[rb.Key.f.id][rb.Key.run] {
 				sub = append(sub, rb)
 			}
 		}
 		more := map[runKey]*tally{}
 		for i, bd := range bands {
-			countBand(bd, sub, j.moverBoxes(), a[i], d[i], a[i], a[i], more)
+			pixels.CountBand(bd, sub, pendingRun, j.moverBoxes(), a[i], d[i], a[i], a[i], more)
 		}
 		for _, k := range cl {
 			m := more[k]
@@ -1339,9 +1352,9 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 			// pixels of it that show between the other's glyphs.
 			other := 0
 			for i, bd := range bands {
-				other = min(other+otherInk(bd, boxes[k], a[i], d0[i], d[i]), math.MaxInt32)
+				other = min(other+pixels.OtherInk(bd, boxes[k], a[i], d0[i], d[i]), math.MaxInt32)
 			}
-			if other*4 > m.drawn {
+			if other*4 > m.Drawn {
 				continue
 			}
 			tl := counts[k]
@@ -1349,7 +1362,7 @@ func (j *pixelJob) split(ctx context.Context, bands []band, all []runBox, a, d0 
 				tl = &tally{}
 				counts[k] = tl
 			}
-			tl.drawn, tl.tallest = max(tl.drawn, m.drawn), max(tl.tallest, m.tallest)
+			tl.Drawn, tl.Tallest = max(tl.Drawn, m.Drawn), max(tl.Tallest, m.Tallest)
 		}
 		j.splits++
 	}
@@ -1393,7 +1406,7 @@ func (j *pixelJob) shootA(ctx context.Context, a []image.Image, shootAll func() 
 		if err != nil {
 			return nil, err
 		}
-		if try == a2Tries || stableShots(a, again) {
+		if try == a2Tries || pixels.StableShots(a, again) {
 			return again, nil
 		}
 		if err := sleepCtx(ctx, remoteSlowWait); err != nil {
@@ -1451,13 +1464,13 @@ func (j *pixelJob) shootD(ctx context.Context, a, stale []image.Image, shootAll 
 		if err != nil {
 			return nil, err
 		}
-		if stableShots(d, d2) {
+		if pixels.StableShots(d, d2) {
 			return d2, nil
 		}
 		if try == a2Tries {
 			out := make([]image.Image, len(d))
 			for i := range d {
-				out[i] = confirmed(a[i], d[i], d2[i])
+				out[i] = pixels.Confirmed(a[i], d[i], d2[i])
 			}
 			return out, nil
 		}
@@ -1499,7 +1512,7 @@ func (j *pixelJob) paintRemote(ctx context.Context, mode string, shootAll func()
 		if err != nil {
 			return err
 		}
-		if !stableShots(before, now) {
+		if !pixels.StableShots(before, now) {
 			// Drawn; and once more, so that a frame drawn in parts is drawn whole.
 			return sleepCtx(ctx, remotePaintWait)
 		}

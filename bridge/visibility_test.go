@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/mxschmitt/playwright-go"
+
+	"github.com/browser-agent/browser-agent/bridge/internal/pixels"
 )
 
 // visCase is one page of the visibility corpus: body holds {M} where the marker goes.
@@ -135,7 +137,7 @@ var routeVisible = append([]visCase{
 
 // hiddenCorpus: techniques that leave no readable pixel of the marker. Each is proven invisible by
 // the control in TestVisibilityCorpus (two shots of the page, with two different markers of the
-// same glyph widths, differ in no pixel by pixelDelta or more).
+// same glyph widths, differ in no pixel by pixels.Delta or more).
 // clipHidden and clipVisible are the cases of a box cut to the overflow that clips it (inkClip),
 // last in the corpus so that the markers of the cases before them stay as they were.
 var clipHidden = []visCase{
@@ -343,7 +345,7 @@ const toMarkerJS = `(child) => {
 // TestVisibilityCorpus opens every corpus page in one guarded session and checks that no hidden
 // marker and every visible marker reaches the reader's output (text, links and fields). Each case
 // is armed by a control in an unguarded browser: the page shot with two different markers must
-// not differ (hidden) or must differ (visible) by a pixel of pixelDelta or more.
+// not differ (hidden) or must differ (visible) by a pixel of pixels.Delta or more.
 func TestVisibilityCorpus(t *testing.T) {
 	t.Parallel()
 	s := newSession(t)
@@ -381,22 +383,7 @@ func TestVisibilityCorpus(t *testing.T) {
 		return img
 	}
 	drawn := func(c visCase, i int) int {
-		a, b := shot(visCaseURL(c, visMarker(i, false)), c.still), shot(visCaseURL(c, visMarker(i, true)), c.still)
-		if a.Bounds() != b.Bounds() {
-			return 1 << 30
-		}
-		n := 0
-		pa, pb := pixOf(a), pixOf(b)
-		for y := 0; y < a.Bounds().Dy(); y++ {
-			for x := 0; x < a.Bounds().Dx(); x++ {
-				i := y*pa.stride + x*4
-				j := y*pb.stride + x*4
-				if max(abs(int(pa.pix[i])-int(pb.pix[j])), abs(int(pa.pix[i+1])-int(pb.pix[j+1])), abs(int(pa.pix[i+2])-int(pb.pix[j+2]))) >= pixelDelta {
-					n++
-				}
-			}
-		}
-		return n
+		return pixels.Changed(shot(visCaseURL(c, visMarker(i, false)), c.still), shot(visCaseURL(c, visMarker(i, true)), c.still))
 	}
 	// glyphSize is the marker's rendered height in the unguarded browser: the height of its
 	// text's bounding box along the text's own axis, from the box of a probe element.
@@ -445,7 +432,7 @@ func TestVisibilityCorpus(t *testing.T) {
 			continue
 		}
 		m := visMarker(i, false)
-		if n := drawn(c, i); n >= minPixels {
+		if n := drawn(c, i); n >= pixels.MinPixels {
 			// Pixels change, but too small or too blurred to read: the size control.
 			if h := glyphSize(c, i); h >= float64(minFontPx) && !strings.Contains(c.name, "blur") {
 				t.Errorf("hidden %q: NOT ARMED: the control sees the marker (%d pixels differ, %.1f px)", c.name, n, h)
@@ -470,7 +457,7 @@ func TestVisibilityCorpus(t *testing.T) {
 		m := visMarker(j, false)
 		// The far end of a very long page is not shot whole by the control: its read is the test.
 		if !strings.Contains(c.name, "far down") && !strings.Contains(c.name, "30000") {
-			if n := drawn(c, j); n < minPixels {
+			if n := drawn(c, j); n < pixels.MinPixels {
 				t.Errorf("visible %q: NOT ARMED: the control does not see the marker (%d pixels differ)", c.name, n)
 			}
 		}

@@ -7,7 +7,8 @@
 //	   internal/wall (the OS network wall's launcher), internal/procs (the processes of /proc),
 //	   internal/countio (a reader that counts, for the bridge's and the proxy's byte budgets),
 //	   internal/testkit/pgtest (a PostgreSQL server for tests), extension (the side panel's render.js, which web serves too), internal/layering,
-//	   bridge/internal/readerjs (the constants the bridge's page-side reader shares with Go)
+//	   bridge/internal/readerjs (the constants the bridge's page-side reader shares with Go),
+//	   bridge/internal/pixels (the visibility proof's arithmetic: bands, drawn pixels)
 //	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
 //	   errors), on policy
 //	2  bridge/internal/budget (a bridge session's request budget, which spends browse's BudgetError)

@@ -212,7 +212,7 @@
   // left] in CSS px, where it can (0 margins left out): its text shadows (offset and blur), its
   // stroke, glyphs that draw past the font's box (stacked combining marks, swashes: measured with
   // the run's font), a blur above it, all scaled as the run is. The bridge counts a pixel for a
-  // run only where no other run's ink may reach (pixels.go): a shadow thrown onto hidden text is
+  // run only where no other run's ink may reach (internal/pixels): a shadow thrown onto hidden text is
   // not that text's ink.
   const inks = {};
   let inkCtx = null;
