@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,6 +50,7 @@ func NewCanaries(t testing.TB, dnsName string) *Canaries {
 	}()
 	go c.read("udp", c.UDP, "")
 	if dnsName != "" {
+		holdDNSPort(t)
 		if c.DNS, err = net.ListenPacket("udp4", "0.0.0.0:53"); err != nil {
 			t.Fatalf("the DNS canary needs UDP port 53 (run as root): %v", err)
 		}
@@ -56,6 +58,33 @@ func NewCanaries(t testing.TB, dnsName string) *Canaries {
 		go c.read("dns", c.DNS, dnsName)
 	}
 	return c
+}
+
+// dnsPortLock is the file whose lock a DNS canary holds while it has UDP port 53.
+var dnsPortLock = filepath.Join(os.TempDir(), "browser-agent-dns-canary.lock")
+
+// holdDNSPort waits until no DNS canary of another test process holds UDP port 53 and holds it
+// for t, until t's cleanups after it (the canary's close) have run. go test runs packages in
+// processes side by side (as many as the machine has cores), and the wall tests of two packages
+// each bind port 53: the second failed at once ("address already in use").
+func holdDNSPort(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(dnsPortLock, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatalf("the DNS canary's lock %s: %v", dnsPortLock, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Minute):
+		err = fmt.Errorf("another test process held it for 10 minutes")
+	}
+	if err != nil {
+		f.Close()
+		t.Fatalf("the DNS canary's lock %s: %v", dnsPortLock, err)
+	}
+	t.Cleanup(func() { f.Close() }) // closing the file releases the lock
 }
 
 // TCPPort and UDPPort are the canaries' ports.
