@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/browser-agent/browser-agent/bridge/internal/budget"
+	"github.com/browser-agent/browser-agent/bridge/internal/fetch"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -30,7 +31,7 @@ func (ro *router) readBody(ctx context.Context, resp *http.Response, limit int64
 			return nil, false, nil, err
 		}
 	}
-	body, truncated, err = readCapped(resp.Body, limit, resp.ContentLength)
+	body, truncated, err = fetch.ReadCapped(resp.Body, limit, resp.ContentLength)
 	if err != nil && release != nil {
 		release()
 		release = nil
@@ -78,7 +79,7 @@ func proxyRefusedBudget(resp *http.Response, err error) bool {
 	if ee, ok := errors.AsType[*EgressError](err); ok {
 		return ee.Status == http.StatusForbidden && ee.Reason == policy.ReasonBudgetRunBytes
 	}
-	return resp != nil && resp.StatusCode == http.StatusForbidden && resp.Header.Get(headerProxyError) == policy.ReasonBudgetRunBytes
+	return resp != nil && resp.StatusCode == http.StatusForbidden && resp.Header.Get(fetch.HeaderProxyError) == policy.ReasonBudgetRunBytes
 }
 
 // budgetResponse looks at what a fetch returned before the fetcher reads it: a refusal of the

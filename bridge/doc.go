@@ -28,9 +28,10 @@
 //   - browserProc (launch.go, wall.go): the Chromium process, its fresh profile, how it is started
 //     (behind the OS wall or not), and the /proc check that the browser behind the context is it.
 //   - router (route.go, budget.go, state.go): every request and redirect hop decided by the policy,
-//     fetched by the bridge (fetcher) under the budgets (internal/budget: the policy's limits on
-//     bytes, requests and fetches in flight), fulfilled; the navigation Open is making
-//     (navState) and the request decisions (decisionLog).
+//     fetched by the bridge (fetcher, on internal/fetch's client: the decided URL exactly, no
+//     redirect followed) under the budgets (internal/budget: the policy's limits on bytes,
+//     requests and fetches in flight), fulfilled; the navigation Open is making (navState) and
+//     the request decisions (decisionLog).
 //   - pageReader (reader.go): the page's frames over CDP, the reader (js/reader, one file per job;
 //     its constants shared with Go come from internal/readerjs) in an isolated world per frame,
 //     the credential checks around a read; the pixel proof (visibility.go: layout, shots, paint

@@ -3,17 +3,15 @@ package bridge
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/browser-agent/browser-agent/bridge/internal/budget"
+	"github.com/browser-agent/browser-agent/bridge/internal/fetch"
 	"github.com/browser-agent/browser-agent/policy"
 	"github.com/mxschmitt/playwright-go"
 )
@@ -29,47 +27,28 @@ type fetched struct {
 	release   func() // the fulfil gate, when the body took it (budget.go)
 }
 
-// fetcher makes the bridge's own requests: the browser never fetches a document or a
-// subresource itself. It never follows a redirect.
+// fetcher makes the bridge's own requests (internal/fetch: exactly the decided URL, no redirect
+// followed) under the router's decisions: the redirect walk (chain), and a write only under the
+// sign-in lease (doWrite).
 type fetcher struct {
-	client *http.Client
-	tr     *http.Transport
-	cap    int64
+	c   *fetch.Client // sent to only through do (a read) and doWrite (a write under the lease)
+	cap int64
 }
 
 func newFetcher(cfg config) (*fetcher, error) {
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		return nil, err
-	}
-	tr := &http.Transport{
-		Proxy:                 nil, // never from the environment
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          32,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: cfg.navTimeout,
-	}
-	if cfg.roots != nil {
-		tr.TLSClientConfig = &tls.Config{RootCAs: cfg.roots, MinVersion: tls.VersionTLS12}
-	}
+	o := fetch.Options{Roots: cfg.roots, HeaderTimeout: cfg.navTimeout}
 	if cfg.proxy != nil {
 		pu, err := proxyURL(cfg.proxy)
 		if err != nil {
 			return nil, err
 		}
-		tr.Proxy = http.ProxyURL(pu)
+		o.Proxy = pu
 	}
-	return &fetcher{
-		tr:  tr,
-		cap: cfg.bodyCap,
-		client: &http.Client{
-			Transport:     tr,
-			Jar:           jar,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-	}, nil
+	c, err := fetch.New(o)
+	if err != nil {
+		return nil, err
+	}
+	return &fetcher{c: c, cap: cfg.bodyCap}, nil
 }
 
 func proxyURL(p *proxyConfig) (*url.URL, error) {
@@ -87,7 +66,7 @@ func proxyURL(p *proxyConfig) (*url.URL, error) {
 	return u, nil
 }
 
-func (f *fetcher) close() { f.tr.CloseIdleConnections() }
+func (f *fetcher) close() { f.c.Close() }
 
 func isRedirect(status int) bool { return status >= 300 && status < 400 }
 
@@ -177,7 +156,7 @@ func (f *fetcher) doWrite(ctx context.Context, ro *router, method, rawURL string
 	if int64(len(body)) > maxSignInBody {
 		return nil, fmt.Errorf("method %s refused: body longer than %d bytes", method, maxSignInBody)
 	}
-	return f.send(ctx, method, rawURL, hdr, bytes.NewReader(body))
+	return f.c.Send(ctx, method, rawURL, hdr, bytes.NewReader(body))
 }
 
 // maxSignInBody is the longest body a sign-in write may carry.
@@ -189,114 +168,7 @@ func (f *fetcher) do(ctx context.Context, method, rawURL string, hdr http.Header
 		// send a write through the fetcher.
 		return nil, fmt.Errorf("method %s refused", method)
 	}
-	return f.send(ctx, method, rawURL, hdr, nil)
-}
-
-// send makes one request with exactly the decided path and query, never following a redirect. A
-// refusal or failure of the egress proxy itself is an *EgressError. Callers decide the method
-// first: do for reads, doWrite for a sign-in write under a lease.
-func (f *fetcher) send(ctx context.Context, method, rawURL string, hdr http.Header, body io.Reader) (*http.Response, error) {
-	u, err := exactURL(rawURL, f.tr.Proxy != nil)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, rawURL, body)
-	if err != nil {
-		return nil, err
-	}
-	req.URL = u
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if reason := proxyReason(resp.Header.Get(headerProxyError)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
-		// The egress proxy refused or failed the request itself (it removes this header from
-		// every upstream response, so only the proxy sets it).
-		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
-		resp.Body.Close()
-		return nil, &EgressError{Host: u.Host, Status: resp.StatusCode, Reason: reason}
-	}
-	return resp, nil
-}
-
-// headerProxyError is the header in which the egress proxy names why it refused or failed a
-// request (proxy.HeaderError).
-const headerProxyError = "X-Browser-Agent-Error"
-
-// proxyReason keeps a proxy reason phrase if it looks like one: short lower-case words.
-func proxyReason(s string) string {
-	if len(s) > 64 {
-		return ""
-	}
-	for _, c := range s {
-		if c != ' ' && (c < 'a' || c > 'z') {
-			return ""
-		}
-	}
-	return s
-}
-
-// exactURL is the request URL for rawURL, a canonical URL the policy decided, that net/http sends
-// with exactly its path and query, byte for byte: parsed into a url.URL and written back,
-// characters such as '|' and '^' would be escaped again. The request target goes in Opaque: the
-// path itself (origin form), or "//host/path", which net/http writes as the absolute form
-// "scheme://host/path" — what a plain-HTTP request to a proxy needs (viaProxy), and the only
-// exact form of a path that starts with "//". Path, decoded, is only for the cookie jar.
-func exactURL(rawURL string, viaProxy bool) (*url.URL, error) {
-	pu, err := policy.ParseURL(rawURL, "")
-	if err != nil {
-		return nil, err
-	}
-	if pu.HasUserinfo() {
-		return nil, fmt.Errorf("url with userinfo refused")
-	}
-	host := strings.TrimPrefix(pu.Origin(), pu.Scheme()+"://")
-	path := pu.Path()
-	if !strings.HasPrefix(path, "/") {
-		return nil, fmt.Errorf("path %q cannot be sent", path)
-	}
-	dec, err := url.PathUnescape(path)
-	if err != nil {
-		dec = path
-	}
-	u := &url.URL{Scheme: pu.Scheme(), Host: host, Opaque: path, Path: dec, RawQuery: pu.RawQuery()}
-	u.ForceQuery = u.RawQuery == "" && strings.HasSuffix(pu.String(), "?")
-	if viaProxy && u.Scheme == "http" || strings.HasPrefix(path, "//") {
-		u.Opaque = "//" + host + path
-	}
-	return u, nil
-}
-
-// readCapped reads at most limit bytes of r, and reports whether there was more. size, when not
-// negative, is the length the response declared: the buffer is made that large at once (never
-// over the limit) rather than grown by copies.
-func readCapped(r io.Reader, limit, size int64) ([]byte, bool, error) {
-	c := int64(32 << 10)
-	if size >= 0 {
-		c = size + 1 // room to read EOF without growing
-	}
-	b := make([]byte, 0, min(c, limit+1))
-	lr := io.LimitReader(r, limit+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := lr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, false, err
-		}
-	}
-	if int64(len(b)) > limit {
-		return b[:limit], true, nil
-	}
-	return b, false, nil
+	return f.c.Send(ctx, method, rawURL, hdr, nil)
 }
 
 // forwardHeaders are the browser's request headers the fetcher passes on.

@@ -11,7 +11,9 @@
 //	   bridge/internal/pixels (the visibility proof's arithmetic: bands, drawn pixels)
 //	1  browse (the vocabulary a run and its browser share: Page, Chunk, Link, Field, a browser's
 //	   errors), on policy
-//	2  bridge/internal/budget (a bridge session's request budget, which spends browse's BudgetError)
+//	2  bridge/internal/budget (a bridge session's request budget, which spends browse's BudgetError),
+//	   bridge/internal/fetch (the bridge's HTTP client: the decided URL exactly, no redirect
+//	   followed; the egress proxy's refusal as browse's EgressError)
 //	3  bridge (the guarded Chromium, which returns browse's types), proxy (the egress proxy),
 //	   audit (the store), each on policy; bridge/internal/genreader (writes the reader's
 //	   constants file)

@@ -20,8 +20,8 @@ const module = "github.com/browser-agent/browser-agent"
 var layers = map[string]int{
 	"policy": 0, "internal/layering": 0, "internal/startup": 0, "internal/testkit/testutil": 0, "internal/invisible": 0, "internal/procs": 0, "internal/countio": 0, "internal/wall": 0, "internal/testkit/pgtest": 0, "extension": 0,
 	"bridge/internal/readerjs": 0, "bridge/internal/pixels": 0,
-	"browse":                    1,
-	"bridge/internal/budget":    2,
+	"browse":                 1,
+	"bridge/internal/budget": 2, "bridge/internal/fetch": 2,
 	"bridge/internal/genreader": 3,
 	"bridge":                    3, "proxy": 3, "audit": 3,
 	"coordinator": 4, "internal/testkit/browsertest": 4, "internal/testkit/testbrowser": 4, "internal/queue": 4, "web/internal/demostate": 4,
