@@ -8,6 +8,7 @@ import (
 
 	"github.com/browser-agent/browser-agent/bridge/internal/budget"
 	"github.com/browser-agent/browser-agent/bridge/internal/fetch"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -79,7 +80,7 @@ func proxyRefusedBudget(resp *http.Response, err error) bool {
 	if ee, ok := errors.AsType[*EgressError](err); ok {
 		return ee.Status == http.StatusForbidden && ee.Reason == policy.ReasonBudgetRunBytes
 	}
-	return resp != nil && resp.StatusCode == http.StatusForbidden && resp.Header.Get(fetch.HeaderProxyError) == policy.ReasonBudgetRunBytes
+	return resp != nil && resp.StatusCode == http.StatusForbidden && resp.Header.Get(browse.EgressHeader) == policy.ReasonBudgetRunBytes
 }
 
 // budgetResponse looks at what a fetch returned before the fetcher reads it: a refusal of the

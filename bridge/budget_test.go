@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/browser-agent/browser-agent/bridge/internal/fetch"
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/internal/testkit/testutil"
 	"github.com/browser-agent/browser-agent/policy"
 )
@@ -180,7 +180,7 @@ func TestProxyBudgetRefusal(t *testing.T) {
 	t.Parallel()
 	refusing := func(reason string) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(fetch.HeaderProxyError, reason)
+			w.Header().Set(browse.EgressHeader, reason)
 			w.Header().Set("Content-Type", "text/plain")
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprint(w, "browser-agent proxy denied")

@@ -308,6 +308,10 @@ type EgressError struct {
 	Reason string // the proxy's reason phrase
 }
 
+// EgressHeader is the header in which the egress proxy names why it refused or failed a request
+// itself (EgressError's Reason): the proxy sets it, the bridge's fetcher reads it.
+const EgressHeader = "X-Browser-Agent-Error"
+
 func (e *EgressError) Error() string {
 	return fmt.Sprintf("egress proxy: %s: %s (status %d)", e.Reason, e.Host, e.Status)
 }

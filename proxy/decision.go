@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/browser-agent/browser-agent/browse"
 	"github.com/browser-agent/browser-agent/policy"
 )
 
@@ -20,7 +21,7 @@ const CanonicalDecision = "CANONICAL-PROXY-DECISION"
 // removes every X-Browser-Agent-* header an upstream sends.
 const (
 	// HeaderError names the reason of a response the proxy made itself (a deny, a 407, a 503).
-	HeaderError = "X-Browser-Agent-Error"
+	HeaderError = browse.EgressHeader
 	// HeaderTruncated is set on a response whose body the proxy cut at the body cap.
 	HeaderTruncated = "X-Browser-Agent-Truncated"
 )

@@ -91,7 +91,7 @@ func (f *Client) Send(ctx context.Context, method, rawURL string, hdr http.Heade
 	if err != nil {
 		return nil, err
 	}
-	if reason := proxyReason(resp.Header.Get(HeaderProxyError)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
+	if reason := proxyReason(resp.Header.Get(browse.EgressHeader)); f.tr.Proxy != nil && reason != "" && resp.StatusCode >= 400 {
 		// The egress proxy refused or failed the request itself (it removes this header from
 		// every upstream response, so only the proxy sets it).
 		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
@@ -100,10 +100,6 @@ func (f *Client) Send(ctx context.Context, method, rawURL string, hdr http.Heade
 	}
 	return resp, nil
 }
-
-// HeaderProxyError is the header in which the egress proxy names why it refused or failed a
-// request (proxy.HeaderError).
-const HeaderProxyError = "X-Browser-Agent-Error"
 
 // proxyReason keeps a proxy reason phrase if it looks like one: short lower-case words.
 func proxyReason(s string) string {

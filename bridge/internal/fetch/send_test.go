@@ -48,7 +48,7 @@ func TestSendProxy(t *testing.T) {
 	var seen []string
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = append(seen, r.RequestURI)
-		w.Header().Set(HeaderProxyError, "denied by policy")
+		w.Header().Set(browse.EgressHeader, "denied by policy")
 		w.WriteHeader(http.StatusForbidden)
 	}))
 	defer proxy.Close()
